@@ -1,0 +1,121 @@
+package grpcserver
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+)
+
+// Config is what every jobplane gRPC server is configured with. Each field has
+// a flag (and, through flagenv, an environment variable).
+type Config struct {
+	// Addr is the gRPC listen address (flag -grpc-addr).
+	Addr string
+	// MetricsAddr serves /metrics and /healthz over HTTP; empty disables it
+	// (flag -metrics-addr).
+	MetricsAddr string
+	// MaxRecvMsgBytes bounds a received message (flag -max-recv-msg-bytes).
+	MaxRecvMsgBytes int
+	// MaxSendMsgBytes bounds a sent message (flag -max-send-msg-bytes).
+	MaxSendMsgBytes int
+	// KeepaliveMinTime: clients pinging more often than this are disconnected
+	// (flag -keepalive-min-time).
+	KeepaliveMinTime time.Duration
+	// KeepaliveTime: the server pings a connection idle this long
+	// (flag -keepalive-time).
+	KeepaliveTime time.Duration
+	// KeepaliveTimeout: a connection not answering a ping within this is
+	// closed (flag -keepalive-timeout).
+	KeepaliveTimeout time.Duration
+	// ShutdownDrain is how long the server reports NOT_SERVING before it stops
+	// accepting calls, so that load balancers move away (flag -shutdown-drain).
+	ShutdownDrain time.Duration
+	// ShutdownTimeout bounds the wait for calls in flight; past it the server
+	// stops hard (flag -shutdown-timeout).
+	ShutdownTimeout time.Duration
+	// LogLevel is debug, info, warn or error (flag -log-level).
+	LogLevel string
+}
+
+// Defaults returns the configuration of a server listening on addr with its
+// metrics on metricsAddr.
+func Defaults(addr, metricsAddr string) Config {
+	return Config{
+		Addr:             addr,
+		MetricsAddr:      metricsAddr,
+		MaxRecvMsgBytes:  64 << 20,
+		MaxSendMsgBytes:  64 << 20,
+		KeepaliveMinTime: 10 * time.Second,
+		KeepaliveTime:    2 * time.Minute,
+		KeepaliveTimeout: 20 * time.Second,
+		ShutdownDrain:    2 * time.Second,
+		ShutdownTimeout:  15 * time.Second,
+		LogLevel:         "info",
+	}
+}
+
+// RegisterFlags binds the fields to flags of fs, with the current values as
+// defaults.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Addr, "grpc-addr", c.Addr, "gRPC listen address")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "HTTP address of /metrics and /healthz; empty disables")
+	fs.IntVar(&c.MaxRecvMsgBytes, "max-recv-msg-bytes", c.MaxRecvMsgBytes, "largest message received, in bytes")
+	fs.IntVar(&c.MaxSendMsgBytes, "max-send-msg-bytes", c.MaxSendMsgBytes, "largest message sent, in bytes")
+	fs.DurationVar(&c.KeepaliveMinTime, "keepalive-min-time", c.KeepaliveMinTime, "clients pinging more often are disconnected")
+	fs.DurationVar(&c.KeepaliveTime, "keepalive-time", c.KeepaliveTime, "ping connections idle this long")
+	fs.DurationVar(&c.KeepaliveTimeout, "keepalive-timeout", c.KeepaliveTimeout, "close connections not answering a ping within this")
+	fs.DurationVar(&c.ShutdownDrain, "shutdown-drain", c.ShutdownDrain, "time reported NOT_SERVING before stopping on SIGTERM")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "wait for calls in flight at most this long, then stop hard")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+}
+
+// Validate reports every invalid field at once.
+func (c Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("grpc-addr %q: %w", c.Addr, err))
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("metrics-addr %q: %w", c.MetricsAddr, err))
+		}
+	}
+	if c.MaxRecvMsgBytes <= 0 {
+		errs = append(errs, fmt.Errorf("max-recv-msg-bytes must be positive, got %d", c.MaxRecvMsgBytes))
+	}
+	if c.MaxSendMsgBytes <= 0 {
+		errs = append(errs, fmt.Errorf("max-send-msg-bytes must be positive, got %d", c.MaxSendMsgBytes))
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"keepalive-min-time", c.KeepaliveMinTime},
+		{"keepalive-time", c.KeepaliveTime},
+		{"keepalive-timeout", c.KeepaliveTimeout},
+		{"shutdown-timeout", c.ShutdownTimeout},
+	} {
+		if d.value <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.value))
+		}
+	}
+	if c.ShutdownDrain < 0 {
+		errs = append(errs, fmt.Errorf("shutdown-drain must not be negative, got %s", c.ShutdownDrain))
+	}
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ParseLogLevel maps debug, info, warn and error to slog levels.
+func ParseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}

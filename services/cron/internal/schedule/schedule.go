@@ -1,0 +1,129 @@
+// Package schedule is the cron service's schedule math, as pure functions:
+// parsing a CronJob's schedule and time zone with the reference's rules
+// (robfig/cron/v3 ParseStandard, IANA zones, no TZ= in the schedule) and
+// listing the times a schedule fires.
+package schedule
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/jobplane/jobplane/lib/apierr"
+)
+
+// Schedule is a parsed schedule in its time zone.
+type Schedule struct {
+	cron cron.Schedule
+	loc  *time.Location
+}
+
+// Field paths used in violations, relative to the message holding the
+// schedule (a CronJob's spec, or a PreviewSchedule request).
+type Fields struct {
+	Schedule string
+	TimeZone string
+}
+
+// Parse parses spec in the IANA zone timeZone; nil timeZone means the local
+// zone of the process (the reference uses kube-controller-manager's). Every
+// problem is returned as a violation of fields, with the apiserver's messages.
+func Parse(spec string, timeZone *string, fields Fields) (Schedule, apierr.Violations) {
+	var v apierr.Violations
+	if spec == "" {
+		v.Add(fields.Schedule, "Required value")
+	} else {
+		if _, err := parseStandard(spec); err != nil {
+			v.Add(fields.Schedule, "Invalid value: %q: %v", spec, err)
+		}
+		if strings.Contains(spec, "TZ") {
+			v.Add(fields.Schedule, "Invalid value: %q: cannot use TZ or CRON_TZ in schedule, use timeZone field instead", spec)
+		}
+	}
+	loc, tzViolation := loadTimeZone(timeZone)
+	if tzViolation != "" {
+		v.Add(fields.TimeZone, "%s", tzViolation)
+	}
+	if len(v) > 0 {
+		return Schedule{}, v
+	}
+	// The reference hands the zone to robfig as a TZ= prefix; doing the same
+	// keeps every robfig rule (descriptors, @every) identical.
+	if timeZone != nil {
+		spec = fmt.Sprintf("TZ=%s %s", *timeZone, spec)
+	}
+	s, err := parseStandard(spec)
+	if err != nil {
+		v.Add(fields.Schedule, "Invalid value: %q: %v", spec, err)
+		return Schedule{}, v
+	}
+	return Schedule{cron: s, loc: loc}, nil
+}
+
+// parseStandard is robfig's ParseStandard, whose panics on some inputs become
+// errors, as in the reference.
+func parseStandard(spec string) (s cron.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("invalid schedule format: %v", r)
+		}
+	}()
+	return cron.ParseStandard(spec)
+}
+
+// validTimeZoneCharacters are those of IANA zone name components (with the
+// digits and '+' of legacy names), as the apiserver accepts them.
+var validTimeZoneCharacters = regexp.MustCompile(`^[A-Za-z\.\-_0-9+]{1,14}$`)
+
+// loadTimeZone applies the apiserver's timeZone validation and loads the
+// zone; a non-empty second result is the violation.
+func loadTimeZone(timeZone *string) (*time.Location, string) {
+	if timeZone == nil {
+		return time.Local, ""
+	}
+	tz := *timeZone
+	if tz == "" {
+		return nil, fmt.Sprintf("Invalid value: %q: timeZone must be nil or non-empty string", tz)
+	}
+	for _, part := range strings.Split(tz, "/") {
+		if part == "." || part == ".." || strings.HasPrefix(part, "-") || !validTimeZoneCharacters.MatchString(part) {
+			return nil, fmt.Sprintf("Invalid value: %q: unknown time zone %s", tz, tz)
+		}
+	}
+	if strings.EqualFold(tz, "Local") {
+		return nil, fmt.Sprintf("Invalid value: %q: timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones", tz)
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, fmt.Sprintf("Invalid value: %q: %v", tz, err)
+	}
+	return loc, ""
+}
+
+// Location is the zone the schedule is read in.
+func (s Schedule) Location() *time.Location { return s.loc }
+
+// Next is the first time the schedule fires strictly after t, or the zero
+// time when it never fires (robfig gives up after five years, for example for
+// "0 0 30 2 *").
+func (s Schedule) Next(t time.Time) time.Time {
+	return s.cron.Next(t.In(s.loc))
+}
+
+// NextN lists up to n times the schedule fires strictly after from, earliest
+// first; fewer when the schedule stops firing.
+func (s Schedule) NextN(from time.Time, n int) []time.Time {
+	out := make([]time.Time, 0, n)
+	t := from
+	for len(out) < n {
+		t = s.Next(t)
+		if t.IsZero() {
+			break
+		}
+		out = append(out, t)
+	}
+	return out
+}

@@ -1,0 +1,113 @@
+// Package svc is the gRPC face of the cron service: it checks requests,
+// calls the schedule math and the CronJob machinery, and answers with status
+// errors only.
+package svc
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/services/cron/internal/schedule"
+)
+
+// Bounds of PreviewSchedule's count.
+const (
+	defaultPreviewCount = 10
+	maxPreviewCount     = 1000
+)
+
+// CronService implements jobplane.v1.CronService.
+type CronService struct {
+	jobplanev1.UnimplementedCronServiceServer
+}
+
+var _ jobplanev1.CronServiceServer = (*CronService)(nil)
+
+// NewCronService returns the service.
+func NewCronService() *CronService { return &CronService{} }
+
+// PreviewSchedule lists the next run times of a schedule.
+func (s *CronService) PreviewSchedule(_ context.Context, req *jobplanev1.PreviewScheduleRequest) (*jobplanev1.PreviewScheduleResponse, error) {
+	var tz *string
+	if req.GetTimeZone() != "" {
+		tz = &req.TimeZone
+	}
+	sched, v := schedule.Parse(req.GetSchedule(), tz, schedule.Fields{Schedule: "schedule", TimeZone: "timeZone"})
+	count := int(req.GetCount())
+	switch {
+	case count == 0:
+		count = defaultPreviewCount
+	case count < 0 || count > maxPreviewCount:
+		v.Add("count", "Invalid value: %d: must be between 1 and %d", count, maxPreviewCount)
+	}
+	if req.GetFrom() == nil {
+		v.Add("from", "Required value")
+	} else if err := req.GetFrom().CheckValid(); err != nil {
+		v.Add("from", "Invalid value: %v", err)
+	}
+	if err := v.Err("invalid PreviewSchedule request"); err != nil {
+		return nil, err
+	}
+	resp := &jobplanev1.PreviewScheduleResponse{}
+	for _, t := range sched.NextN(req.GetFrom().AsTime(), count) {
+		resp.Runs = append(resp.Runs, &jobplanev1.ScheduledRun{
+			Time:      timestamppb.New(t),
+			LocalTime: t.In(sched.Location()).Format(time.RFC3339),
+		})
+	}
+	return resp, nil
+}
+
+// The CronJob machinery (CRD storage, scheduling loop, emission to the
+// executor, history) is the cron issue's work; until it lands these RPCs say
+// so instead of pretending.
+
+func notYet(rpc string) error {
+	return status.Errorf(codes.Unimplemented,
+		"%s is not implemented yet: the cron service's CronJob store and scheduling loop are still to be built (only PreviewSchedule works today)", rpc)
+}
+
+// CreateCronJob is not implemented yet.
+func (s *CronService) CreateCronJob(context.Context, *jobplanev1.CreateCronJobRequest) (*jobplanev1.CreateCronJobResponse, error) {
+	return nil, notYet("CreateCronJob")
+}
+
+// GetCronJob is not implemented yet.
+func (s *CronService) GetCronJob(context.Context, *jobplanev1.GetCronJobRequest) (*jobplanev1.GetCronJobResponse, error) {
+	return nil, notYet("GetCronJob")
+}
+
+// ListCronJobs is not implemented yet.
+func (s *CronService) ListCronJobs(context.Context, *jobplanev1.ListCronJobsRequest) (*jobplanev1.ListCronJobsResponse, error) {
+	return nil, notYet("ListCronJobs")
+}
+
+// UpdateCronJob is not implemented yet.
+func (s *CronService) UpdateCronJob(context.Context, *jobplanev1.UpdateCronJobRequest) (*jobplanev1.UpdateCronJobResponse, error) {
+	return nil, notYet("UpdateCronJob")
+}
+
+// DeleteCronJob is not implemented yet.
+func (s *CronService) DeleteCronJob(context.Context, *jobplanev1.DeleteCronJobRequest) (*jobplanev1.DeleteCronJobResponse, error) {
+	return nil, notYet("DeleteCronJob")
+}
+
+// TriggerCronJob is not implemented yet.
+func (s *CronService) TriggerCronJob(context.Context, *jobplanev1.TriggerCronJobRequest) (*jobplanev1.TriggerCronJobResponse, error) {
+	return nil, notYet("TriggerCronJob")
+}
+
+// BackfillCronJob is not implemented yet.
+func (s *CronService) BackfillCronJob(context.Context, *jobplanev1.BackfillCronJobRequest) (*jobplanev1.BackfillCronJobResponse, error) {
+	return nil, notYet("BackfillCronJob")
+}
+
+// WatchJobInstances is not implemented yet.
+func (s *CronService) WatchJobInstances(*jobplanev1.WatchJobInstancesRequest, jobplanev1.CronService_WatchJobInstancesServer) error {
+	return notYet("WatchJobInstances")
+}
