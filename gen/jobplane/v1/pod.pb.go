@@ -680,7 +680,7 @@ type ContainerStateTerminated struct {
 	// When the container finished; the latest of these is the pod's finish time.
 	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
 	// ID of the container in the runtime.
-	ContainerId   string `protobuf:"bytes,7,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	ContainerId   string `protobuf:"bytes,7,opt,name=container_id,json=containerID,proto3" json:"container_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -831,7 +831,7 @@ const file_jobplane_v1_pod_proto_rawDesc = "" +
 	"started_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12!\n" +
-	"\fcontainer_id\x18\a \x01(\tR\vcontainerIdB\xa1\x01\n" +
+	"\fcontainer_id\x18\a \x01(\tR\vcontainerIDB\xa1\x01\n" +
 	"\x0fcom.jobplane.v1B\bPodProtoP\x01Z7github.com/jobplane/jobplane/gen/jobplane/v1;jobplanev1\xa2\x02\x03JXX\xaa\x02\vJobplane.V1\xca\x02\vJobplane\\V1\xe2\x02\x17Jobplane\\V1\\GPBMetadata\xea\x02\fJobplane::V1b\x06proto3"
 
 var (

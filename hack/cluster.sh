@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The local Kubernetes cluster: etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kwok, built from pinned Go modules (hack/build-bins.sh
+# cluster) and run by kwokctl's binary runtime on loopback.
+#
+#   hack/cluster.sh up [NODES]   create (or restart) the cluster with NODES kwok
+#                                nodes (default 3); idempotent
+#   hack/cluster.sh down         delete the cluster and its state
+#   hack/cluster.sh kubeconfig   print the kubeconfig path
+#
+# The kubeconfig is written to ${JOBPLANE_CACHE}/kubeconfig (JOBPLANE_CACHE
+# defaults to ~/.cache/jobplane); JOBPLANE_CLUSTER names the cluster (jobplane).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+source "${root}/hack/lib.sh"
+
+name=${JOBPLANE_CLUSTER:-jobplane}
+kubeconfig="${JOBPLANE_CACHE}/kubeconfig"
+export KWOK_WORKDIR="${JOBPLANE_CACHE}/kwok"
+kwoklog="${KWOK_WORKDIR}/kwokctl.log"
+
+# kwokctl runs kwokctl for the cluster, its chatter going to a log that is
+# shown when it fails.
+kwokctl() {
+  mkdir -p "${KWOK_WORKDIR}"
+  if ! "${bin}/kwokctl" --name "${name}" "$@" 2>>"${kwoklog}"; then
+    tail -n 20 "${kwoklog}" >&2
+    die "kwokctl $1 $2 failed; its log: ${kwoklog}"
+  fi
+}
+
+up() {
+  local nodes=${1:-3}
+  if exists; then
+    if ! ready; then
+      log "cluster ${name} exists but is not running; starting it"
+      kwokctl start cluster --wait 2m >/dev/null
+    fi
+  else
+    log "creating cluster ${name}"
+    kwokctl create cluster -c "${root}/hack/kwokctl.yaml" --runtime binary \
+      --etcd-binary "${bin}/etcd" \
+      --kube-apiserver-binary "${bin}/kube-apiserver" \
+      --kube-controller-manager-binary "${bin}/kube-controller-manager" \
+      --kube-scheduler-binary "${bin}/kube-scheduler" \
+      --kwok-controller-binary "${bin}/kwok" \
+      --kubeconfig "${kubeconfig}" --wait 2m >/dev/null
+  fi
+  kwokctl get kubeconfig >"${kubeconfig}"
+  kwokctl scale node --replicas "${nodes}" >/dev/null
+  ready || die "cluster ${name} did not become ready; logs in ${KWOK_WORKDIR}/clusters/${name}/logs"
+  log "cluster ${name} is ready with ${nodes} nodes; kubeconfig: ${kubeconfig}"
+}
+
+exists() {
+  "${bin}/kwokctl" get clusters 2>/dev/null | grep -qx "${name}"
+}
+
+ready() {
+  [[ -f ${kubeconfig} ]] && "${bin}/kubectl" --kubeconfig "${kubeconfig}" get --raw /readyz >/dev/null 2>&1
+}
+
+down() {
+  if exists; then
+    kwokctl delete cluster >/dev/null
+    log "cluster ${name} deleted"
+  else
+    log "no cluster ${name}"
+  fi
+  rm -f "${kubeconfig}"
+}
+
+case "${1:-}" in
+  up | down) bin=$("${root}/hack/build-bins.sh" cluster | tail -n 1) ;;
+esac
+case "${1:-}" in
+  up) up "${2:-3}" ;;
+  down) down ;;
+  kubeconfig) echo "${kubeconfig}" ;;
+  *) die "usage: $0 up [NODES] | down | kubeconfig" ;;
+esac

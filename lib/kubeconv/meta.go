@@ -1,0 +1,155 @@
+// Package kubeconv converts between jobplane's protobuf contracts and the
+// Kubernetes API types of k8s.io/api, field by field. The contracts mirror
+// batch/v1 and core/v1, so every conversion is a copy; nothing is defaulted
+// or validated here.
+package kubeconv
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+)
+
+// TimeToKube converts a timestamp; nil stays nil.
+func TimeToKube(t *timestamppb.Timestamp) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	mt := metav1.NewTime(t.AsTime())
+	return &mt
+}
+
+// TimeValueToKube converts a timestamp to a metav1.Time value; nil is zero.
+func TimeValueToKube(t *timestamppb.Timestamp) metav1.Time {
+	if t == nil {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(t.AsTime())
+}
+
+// TimeFromKube converts a time; nil and the zero time become nil.
+func TimeFromKube(t *metav1.Time) *timestamppb.Timestamp {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t.Time)
+}
+
+// ObjectMetaToKube converts object metadata.
+func ObjectMetaToKube(m *jobplanev1.ObjectMeta) metav1.ObjectMeta {
+	if m == nil {
+		return metav1.ObjectMeta{}
+	}
+	out := metav1.ObjectMeta{
+		Name:                       m.GetName(),
+		GenerateName:               m.GetGenerateName(),
+		Namespace:                  m.GetNamespace(),
+		UID:                        types.UID(m.GetUid()),
+		Generation:                 m.GetGeneration(),
+		ResourceVersion:            m.GetResourceVersion(),
+		Labels:                     copyMap(m.GetLabels()),
+		Annotations:                copyMap(m.GetAnnotations()),
+		Finalizers:                 copyStrings(m.GetFinalizers()),
+		CreationTimestamp:          TimeValueToKube(m.GetCreationTimestamp()),
+		DeletionTimestamp:          TimeToKube(m.GetDeletionTimestamp()),
+		DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
+	}
+	if refs := m.GetOwnerReferences(); len(refs) > 0 {
+		out.OwnerReferences = make([]metav1.OwnerReference, len(refs))
+		for i, r := range refs {
+			out.OwnerReferences[i] = metav1.OwnerReference{
+				APIVersion:         r.GetApiVersion(),
+				Kind:               r.GetKind(),
+				Name:               r.GetName(),
+				UID:                types.UID(r.GetUid()),
+				Controller:         r.Controller,
+				BlockOwnerDeletion: r.BlockOwnerDeletion,
+			}
+		}
+	}
+	return out
+}
+
+// ObjectMetaFromKube converts object metadata.
+func ObjectMetaFromKube(m *metav1.ObjectMeta) *jobplanev1.ObjectMeta {
+	out := &jobplanev1.ObjectMeta{
+		Name:                       m.Name,
+		GenerateName:               m.GenerateName,
+		Namespace:                  m.Namespace,
+		Uid:                        string(m.UID),
+		Generation:                 m.Generation,
+		ResourceVersion:            m.ResourceVersion,
+		Labels:                     copyMap(m.Labels),
+		Annotations:                copyMap(m.Annotations),
+		Finalizers:                 copyStrings(m.Finalizers),
+		CreationTimestamp:          TimeFromKube(&m.CreationTimestamp),
+		DeletionTimestamp:          TimeFromKube(m.DeletionTimestamp),
+		DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
+	}
+	if len(m.OwnerReferences) > 0 {
+		out.OwnerReferences = make([]*jobplanev1.OwnerReference, len(m.OwnerReferences))
+		for i, r := range m.OwnerReferences {
+			out.OwnerReferences[i] = &jobplanev1.OwnerReference{
+				ApiVersion:         r.APIVersion,
+				Kind:               r.Kind,
+				Name:               r.Name,
+				Uid:                string(r.UID),
+				Controller:         r.Controller,
+				BlockOwnerDeletion: r.BlockOwnerDeletion,
+			}
+		}
+	}
+	return out
+}
+
+// LabelSelectorToKube converts a label selector; nil stays nil.
+func LabelSelectorToKube(s *jobplanev1.LabelSelector) *metav1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &metav1.LabelSelector{MatchLabels: copyMap(s.GetMatchLabels())}
+	for _, e := range s.GetMatchExpressions() {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key:      e.GetKey(),
+			Operator: metav1.LabelSelectorOperator(e.GetOperator()),
+			Values:   copyStrings(e.GetValues()),
+		})
+	}
+	return out
+}
+
+// LabelSelectorFromKube converts a label selector; nil stays nil.
+func LabelSelectorFromKube(s *metav1.LabelSelector) *jobplanev1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &jobplanev1.LabelSelector{MatchLabels: copyMap(s.MatchLabels)}
+	for _, e := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, &jobplanev1.LabelSelectorRequirement{
+			Key:      e.Key,
+			Operator: string(e.Operator),
+			Values:   copyStrings(e.Values),
+		})
+	}
+	return out
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func copyStrings(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return append([]string(nil), s...)
+}
