@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // APIServer is a running etcd + kube-apiserver pair, with no controllers.
@@ -151,4 +153,20 @@ func waitReady(tb testing.TB, client kubernetes.Interface) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	tb.Fatalf("kube-apiserver not ready after 90s: %v", lastErr)
+}
+
+// WriteKubeconfig writes a kubeconfig reaching the apiserver as an admin and
+// returns its path.
+func (a *APIServer) WriteKubeconfig(tb testing.TB) string {
+	tb.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: a.Config.Host, InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: a.Config.BearerToken}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	cfg.CurrentContext = "test"
+	path := filepath.Join(a.Dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }

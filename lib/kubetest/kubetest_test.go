@@ -2,6 +2,9 @@ package kubetest_test
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +120,29 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// deploy/ is applied by users to real clusters: the apiserver must accept it.
+func TestDeployManifestsAreAcceptedByTheAPIServer(t *testing.T) {
+	api := kubetest.StartAPIServer(t)
+	kubeconfig := api.WriteKubeconfig(t)
+	kubectl := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(kubetest.Binaries(t), "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	dir := filepath.Join("..", "..", "deploy", "kubernetes")
+	// A server-side dry run does not create the namespace the rest lives in.
+	kubectl("apply", "-f", filepath.Join(dir, "00-namespace.yaml"))
+	out := kubectl("apply", "--dry-run=server", "-f", dir)
+	for _, want := range []string{"deployment.apps/jobplane-planner", "deployment.apps/jobplane-executor", "deployment.apps/jobplane-cron", "clusterrole.rbac.authorization.k8s.io/jobplane-executor"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s not applied:\n%s", want, out)
+		}
 	}
 }
