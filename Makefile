@@ -43,6 +43,7 @@ lint: tools ## go vet, buf lint, buf format, and generated code up to date.
 	PATH="$(TOOLS_BIN):$$PATH" buf lint
 	PATH="$(TOOLS_BIN):$$PATH" buf format --diff --exit-code
 	hack/check-generated.sh
+	hack/check-pins.sh
 
 .PHONY: tools
 tools: ## Build buf, protoc-gen-go, protoc-gen-go-grpc and grpcurl (bin/grpcurl).

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Fails when the workspace resolves the Kubernetes libraries to another version
+# than the one the local cluster is built from: a stray `go get` or tidy can
+# silently move every module to a newer minor.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+want=v0.36.3
+for m in k8s.io/api k8s.io/apimachinery k8s.io/client-go; do
+  got=$(go list -m -f '{{.Version}}' "$m")
+  if [[ $got != "$want" ]]; then
+    echo "error: $m resolves to $got in go.work, want $want" >&2
+    exit 1
+  fi
+done

@@ -1,0 +1,458 @@
+// Package engine computes one sync of a Job as the Kubernetes v1.36 Job
+// controller does it, as a plan instead of API calls: a pure function of a
+// snapshot (the Job, its pods, the executor's expectations and backoff record,
+// and the time), with no I/O, no clock and no randomness. The structure
+// follows the reference's syncJob so the two can be read side by side.
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// DefaultTrackingFinalizer is jobplane's pod tracking finalizer; the built-in
+// controller's batch.kubernetes.io/job-tracking is not ours to remove.
+const DefaultTrackingFinalizer = "jobplane.dev/job-tracking"
+
+// Limits and delays of the reference.
+const (
+	// MaxUncountedPods bounds status.uncountedTerminatedPods (about 20 KB).
+	MaxUncountedPods = 500
+	// MaxPodCreateDeletePerSync bounds the pods created or deleted per sync.
+	MaxPodCreateDeletePerSync = 500
+	// ExpectationsTimeout: older expectations count as satisfied.
+	ExpectationsTimeout = 5 * time.Minute
+	// SyncJobBatchPeriod is the shortest delay of a requeue.
+	SyncJobBatchPeriod = time.Second
+)
+
+// Snapshot is what one sync sees.
+type Snapshot struct {
+	// Job is the Job with the API server's defaults applied; not modified.
+	Job *batchv1.Job
+	// Pods are the pods the Job controls, in any order; not modified.
+	Pods []*corev1.Pod
+	// Now is the time of the sync.
+	Now time.Time
+	// Expectations are the creations and deletions not yet observed.
+	Expectations Expectations
+	// FinalizerRemovalsInFlight are pods whose finalizer removal is not yet
+	// observed.
+	FinalizerRemovalsInFlight []types.UID
+	// Backoff is the Job's pod failure backoff record; nil when none.
+	Backoff *BackoffRecord
+	// TrackingFinalizer is the pod tracking finalizer's name.
+	TrackingFinalizer string
+}
+
+// Expectations are pod creations and deletions issued and not yet observed.
+type Expectations struct {
+	PendingCreations int32
+	PendingDeletions int32
+	// RecordedAt is when they were set; zero means now.
+	RecordedAt time.Time
+}
+
+func (e Expectations) satisfied(now time.Time) bool {
+	if e.PendingCreations <= 0 && e.PendingDeletions <= 0 {
+		return true
+	}
+	return !e.RecordedAt.IsZero() && now.Sub(e.RecordedAt) > ExpectationsTimeout
+}
+
+// syncCtx is the state of one sync (the reference's syncJobCtx).
+type syncCtx struct {
+	now       time.Time
+	finalizer string
+	// job is a copy of the snapshot's Job whose status the sync rewrites.
+	job         *batchv1.Job
+	pods        []*corev1.Pod
+	activePods  []*corev1.Pod
+	indexed     bool
+	completions int // meaningful for Indexed Jobs only
+
+	finishedCondition    *batchv1.JobCondition
+	succeeded            int32
+	failed               int32
+	ready                int32
+	terminating          int32
+	prevSucceededIndexes orderedIntervals
+	succeededIndexes     orderedIntervals
+	failedIndexes        *orderedIntervals
+	newBackoffRecord     BackoffRecord
+	expectedRmFinalizers map[types.UID]bool
+	uncountedSucceeded   map[types.UID]bool
+	uncountedFailed      map[types.UID]bool
+	// podsWithDelayedDeletionPerIndex: the last failed pod of each index,
+	// kept until its replacement carries its failure count.
+	podsWithDelayedDeletionPerIndex map[int]*corev1.Pod
+
+	plan        *Plan
+	startStatus batchv1.JobStatus
+}
+
+// Sync plans one sync of the Job in s.
+func Sync(s *Snapshot) *Plan {
+	plan := &Plan{}
+	if jobFinished(s.Job) {
+		plan.Summary = "The Job is finished; nothing to do."
+		plan.ReleaseJobState = true
+		return plan
+	}
+	if mode := s.Job.Spec.CompletionMode; mode != nil && *mode != batchv1.NonIndexedCompletion && *mode != batchv1.IndexedCompletion {
+		plan.Summary = fmt.Sprintf("Unknown completion mode %q; the sync is skipped.", *mode)
+		plan.event(corev1.EventTypeWarning, "UnknownCompletionMode", "Skipped Job sync because completion mode is unknown")
+		return plan
+	}
+	c := newSyncCtx(s, plan)
+	c.plan.Metrics.CompletionMode = string(batchv1.NonIndexedCompletion)
+	if c.indexed {
+		c.plan.Metrics.CompletionMode = string(batchv1.IndexedCompletion)
+	}
+	c.plan.Metrics.SyncAction = SyncActionReconciling
+	c.sync(s)
+	c.summarize()
+	return plan
+}
+
+func newSyncCtx(s *Snapshot, plan *Plan) *syncCtx {
+	job := *s.Job
+	job.Status = *s.Job.Status.DeepCopy()
+	if job.Status.UncountedTerminatedPods == nil {
+		job.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
+	}
+	// The reference's results may depend on the order the informer lists
+	// pods in; a canonical order makes ours depend on nothing but content.
+	pods := slices.Clone(s.Pods)
+	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
+	})
+	c := &syncCtx{
+		now:                  s.Now,
+		finalizer:            cmp.Or(s.TrackingFinalizer, DefaultTrackingFinalizer),
+		job:                  &job,
+		pods:                 pods,
+		indexed:              isIndexed(&job),
+		expectedRmFinalizers: setOf(s.FinalizerRemovalsInFlight),
+		uncountedSucceeded:   setOf(job.Status.UncountedTerminatedPods.Succeeded),
+		uncountedFailed:      setOf(job.Status.UncountedTerminatedPods.Failed),
+		plan:                 plan,
+		startStatus:          *s.Job.Status.DeepCopy(),
+	}
+	if c.indexed && job.Spec.Completions != nil {
+		c.completions = int(*job.Spec.Completions)
+	}
+	return c
+}
+
+// sync is the reference's syncJob after its early returns.
+func (c *syncCtx) sync(s *Snapshot) {
+	job := c.job
+	satisfiedExpectations := s.Expectations.satisfied(c.now)
+
+	c.activePods = filterPods(c.pods, isPodActive)
+	c.ready = countPods(c.activePods, isPodReady)
+	c.terminating = countPods(c.pods, isPodTerminating)
+	active := int32(len(c.activePods))
+	newSucceededPods, newFailedPods := c.newFinishedPods()
+	c.succeeded = job.Status.Succeeded + int32(len(newSucceededPods)) + int32(len(c.uncountedSucceeded))
+	c.failed = job.Status.Failed + c.nonIgnoredFailedCount(newFailedPods) + int32(len(c.uncountedFailed))
+
+	if job.Status.StartTime == nil && !jobSuspended(job) {
+		job.Status.StartTime = timePtr(c.now)
+	}
+	var backoff BackoffRecord
+	if s.Backoff != nil {
+		backoff = *s.Backoff
+	}
+	c.newBackoffRecord = nextBackoffRecord(backoff, newSucceededPods, newFailedPods)
+
+	// Terminal criteria, in the reference's order: an earlier sync's
+	// SuccessCriteriaMet or FailureTarget, the pod failure policy, the
+	// backoff limit, the active deadline, the per-index limits, the success
+	// policy; completions come last, after manageJob.
+	exceedsBackoffLimit := c.failed > *job.Spec.BackoffLimit
+	c.finishedCondition = trueCondition(job, batchv1.JobSuccessCriteriaMet)
+	if c.finishedCondition == nil {
+		if ft := trueCondition(job, batchv1.JobFailureTarget); ft != nil {
+			c.finishedCondition = newCondition(batchv1.JobFailed, corev1.ConditionTrue, ft.Reason, ft.Message, c.now)
+		} else if msg := c.failJobMessage(); msg != nil {
+			c.finishedCondition = newCondition(batchv1.JobFailureTarget, corev1.ConditionTrue, batchv1.JobReasonPodFailurePolicy, *msg, c.now)
+		}
+	}
+	if c.finishedCondition == nil {
+		switch {
+		case exceedsBackoffLimit || c.pastBackoffLimitOnFailure():
+			c.finishedCondition = c.failureCondition(batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")
+		case c.pastActiveDeadline():
+			c.finishedCondition = c.failureCondition(batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline")
+		case job.Spec.ActiveDeadlineSeconds != nil && !jobSuspended(job):
+			left := time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second - c.now.Sub(job.Status.StartTime.Time)
+			c.plan.requeue(left, "ActiveDeadline",
+				fmt.Sprintf("Sync again when the active deadline of %ds is reached, in %s.", *job.Spec.ActiveDeadlineSeconds, left))
+		}
+	}
+
+	if c.indexed {
+		c.prevSucceededIndexes, c.succeededIndexes = c.calculateSucceededIndexes()
+		c.succeeded = int32(c.succeededIndexes.total())
+		if hasBackoffLimitPerIndex(job) {
+			c.failedIndexes = c.calculateFailedIndexes()
+			if c.finishedCondition == nil {
+				if job.Spec.MaxFailedIndexes != nil && c.failedIndexes.total() > int(*job.Spec.MaxFailedIndexes) {
+					c.finishedCondition = c.failureCondition(batchv1.JobReasonMaxFailedIndexesExceeded, "Job has exceeded the specified maximal number of failed indexes")
+				} else if c.failedIndexes.total() > 0 && c.failedIndexes.total()+c.succeededIndexes.total() >= c.completions {
+					c.finishedCondition = c.failureCondition(batchv1.JobReasonFailedIndexes, "Job has failed indexes")
+				}
+			}
+			c.podsWithDelayedDeletionPerIndex = c.podsWithDelayedDeletion()
+		}
+		if c.finishedCondition == nil {
+			if msg, met := matchSuccessPolicy(job.Spec.SuccessPolicy, *job.Spec.Completions, c.succeededIndexes); met {
+				c.finishedCondition = newCondition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, batchv1.JobReasonSuccessPolicy, msg, c.now)
+			}
+		}
+	}
+
+	suspendCondChanged := false
+	if c.finishedCondition != nil {
+		deleted, deletedReady := c.deleteActivePods()
+		if deleted != active || !satisfiedExpectations {
+			// Pods may be missing from the snapshot: not finished yet.
+			c.finishedCondition = nil
+		}
+		active -= deleted
+		c.terminating += deleted
+		c.ready -= deletedReady
+	} else {
+		manageJobCalled := false
+		if satisfiedExpectations && job.DeletionTimestamp == nil {
+			active = c.manageJob()
+			manageJobCalled = true
+		}
+		var complete bool
+		if job.Spec.Completions == nil {
+			// Any success completes the Job once nothing runs.
+			complete = c.succeeded > 0 && active == 0
+		} else {
+			complete = c.succeeded >= *job.Spec.Completions && active == 0
+		}
+		if complete {
+			c.finishedCondition = newCondition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue,
+				batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods", c.now)
+		} else if manageJobCalled {
+			suspendCondChanged = c.updateSuspendedCondition()
+		}
+	}
+
+	needsStatusUpdate := suspendCondChanged || active != job.Status.Active || !int32PtrEqual(&c.ready, job.Status.Ready)
+	needsStatusUpdate = needsStatusUpdate || !int32PtrEqual(job.Status.Terminating, &c.terminating)
+	job.Status.Active = active
+	job.Status.Ready = &c.ready
+	job.Status.Terminating = &c.terminating
+	c.trackJobStatusAndRemoveFinalizers(needsStatusUpdate)
+}
+
+// updateSuspendedCondition keeps the Suspended condition in step with
+// spec.suspend, with its event; a Job suspended anew loses its start time,
+// a resumed one starts now.
+func (c *syncCtx) updateSuspendedCondition() bool {
+	job := c.job
+	var updated bool
+	if jobSuspended(job) {
+		job.Status.Conditions, updated = ensureJobConditionStatus(job.Status.Conditions, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended", c.now)
+		if updated {
+			c.plan.event(corev1.EventTypeNormal, "Suspended", "Job suspended")
+			job.Status.StartTime = nil
+		}
+		return updated
+	}
+	job.Status.Conditions, updated = ensureJobConditionStatus(job.Status.Conditions, batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", "Job resumed", c.now)
+	if updated {
+		c.plan.event(corev1.EventTypeNormal, "Resumed", "Job resumed")
+		// activeDeadlineSeconds counts continuous activity: it restarts now.
+		job.Status.StartTime = timePtr(c.now)
+	}
+	return updated
+}
+
+// newFinishedPods are the finished pods not yet counted: they carry the
+// finalizer, are not in uncountedTerminatedPods, have no finalizer removal
+// in flight and, for Indexed Jobs, have a valid index.
+func (c *syncCtx) newFinishedPods() (succeeded, failed []*corev1.Pod) {
+	succeeded = c.validPodsWithFilter(c.uncountedSucceeded, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	failed = c.validPodsWithFilter(c.uncountedFailed, func(p *corev1.Pod) bool { return c.isPodFailed(p) })
+	return succeeded, failed
+}
+
+func (c *syncCtx) validPodsWithFilter(uncounted map[types.UID]bool, keep func(*corev1.Pod) bool) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range c.pods {
+		if !c.hasTrackingFinalizer(p) || uncounted[p.UID] || c.expectedRmFinalizers[p.UID] {
+			continue
+		}
+		if c.indexed {
+			if ix := completionIndex(p); ix == unknownCompletionIndex || ix >= c.completions {
+				continue
+			}
+		}
+		if keep(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *syncCtx) nonIgnoredFailedCount(failed []*corev1.Pod) int32 {
+	n := int32(len(failed))
+	if c.job.Spec.PodFailurePolicy != nil {
+		for _, p := range failed {
+			if !matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p).countFailed {
+				n--
+			}
+		}
+	}
+	return n
+}
+
+// failJobMessage is the message of the first failed pod matching a FailJob
+// rule.
+func (c *syncCtx) failJobMessage() *string {
+	if c.job.Spec.PodFailurePolicy == nil {
+		return nil
+	}
+	for _, p := range c.pods {
+		if c.isPodFailed(p) {
+			if m := matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p); m.failJobMessage != nil {
+				return m.failJobMessage
+			}
+		}
+	}
+	return nil
+}
+
+// pastBackoffLimitOnFailure: with restartPolicy OnFailure, container restarts
+// of running and pending pods count as failures.
+func (c *syncCtx) pastBackoffLimitOnFailure() bool {
+	if c.job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		return false
+	}
+	var restarts int32
+	for _, p := range c.pods {
+		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending {
+			for _, s := range p.Status.InitContainerStatuses {
+				restarts += s.RestartCount
+			}
+			for _, s := range p.Status.ContainerStatuses {
+				restarts += s.RestartCount
+			}
+		}
+	}
+	if *c.job.Spec.BackoffLimit == 0 {
+		return restarts > 0
+	}
+	return restarts >= *c.job.Spec.BackoffLimit
+}
+
+func (c *syncCtx) pastActiveDeadline() bool {
+	job := c.job
+	if job.Spec.ActiveDeadlineSeconds == nil || job.Status.StartTime == nil || jobSuspended(job) {
+		return false
+	}
+	return c.now.Sub(job.Status.StartTime.Time) >= time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second
+}
+
+// failureCondition is FailureTarget: Failed is added only once no pod runs.
+func (c *syncCtx) failureCondition(reason, message string) *batchv1.JobCondition {
+	return newCondition(batchv1.JobFailureTarget, corev1.ConditionTrue, reason, message, c.now)
+}
+
+// isPodFailed: the pod failed, or is being deleted without having succeeded
+// (unless only failed pods are replaced).
+func (c *syncCtx) isPodFailed(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	if onlyReplaceFailedPods(c.job) {
+		return false
+	}
+	return p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded
+}
+
+func (c *syncCtx) hasTrackingFinalizer(p *corev1.Pod) bool {
+	return slices.Contains(p.Finalizers, c.finalizer)
+}
+
+// deleteActivePods stops the pods of a finishing Job, keeping their
+// finalizers so they are counted once terminal.
+func (c *syncCtx) deleteActivePods() (deleted, deletedReady int32) {
+	if len(c.activePods) == 0 {
+		return 0, 0
+	}
+	cond := c.finishedCondition
+	c.plan.add(DeletePods{
+		Because: Because{cond.Reason, fmt.Sprintf("The Job met its %s criterion (%s): its %d active pods are deleted, keeping their tracking finalizers so they are counted once terminal.",
+			cond.Type, cond.Reason, len(c.activePods))},
+		Pods: c.podRefs(c.activePods),
+	})
+	return int32(len(c.activePods)), countPods(c.activePods, isPodReady)
+}
+
+func (c *syncCtx) podRefs(pods []*corev1.Pod) []PodRef {
+	refs := make([]PodRef, len(pods))
+	for i, p := range pods {
+		refs[i] = PodRef{Name: p.Name, UID: p.UID}
+		if ix := completionIndex(p); ix != unknownCompletionIndex && (!c.indexed || ix < c.completions) {
+			v := int32(ix)
+			refs[i].CompletionIndex = &v
+		}
+	}
+	return refs
+}
+
+func jobFinished(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func jobSuspended(j *batchv1.Job) bool { return j.Spec.Suspend != nil && *j.Spec.Suspend }
+
+func isIndexed(j *batchv1.Job) bool {
+	return j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion
+}
+
+func hasBackoffLimitPerIndex(j *batchv1.Job) bool { return j.Spec.BackoffLimitPerIndex != nil }
+
+// onlyReplaceFailedPods: podReplacementPolicy Failed, implied by a pod
+// failure policy.
+func onlyReplaceFailedPods(j *batchv1.Job) bool {
+	if j.Spec.PodReplacementPolicy != nil && *j.Spec.PodReplacementPolicy == batchv1.Failed {
+		return true
+	}
+	return j.Spec.PodFailurePolicy != nil
+}
+
+func setOf(uids []types.UID) map[types.UID]bool {
+	set := make(map[types.UID]bool, len(uids))
+	for _, u := range uids {
+		set[u] = true
+	}
+	return set
+}
+
+func int32PtrEqual(a, b *int32) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+)
+
+func (p *Plan) add(a Action) { p.Actions = append(p.Actions, a) }
+
+func (p *Plan) event(eventType, reason, message string) {
+	p.add(RecordEvent{
+		Because: Because{reason, fmt.Sprintf("Record a %s event %s on the Job.", eventType, reason)},
+		Type:    eventType,
+		Message: message,
+	})
+}
+
+func (p *Plan) requeue(after time.Duration, reason, explanation string) {
+	p.add(Requeue{Because: Because{reason, explanation}, After: after})
+}
+
+// describeStatusChange lists, for a person, what differs between two
+// statuses.
+func describeStatusChange(old, cur *batchv1.JobStatus) string {
+	var parts []string
+	counter := func(name string, a, b int32) {
+		if a != b {
+			parts = append(parts, fmt.Sprintf("%s %d→%d", name, a, b))
+		}
+	}
+	counter("active", old.Active, cur.Active)
+	counter("ready", deref(old.Ready), deref(cur.Ready))
+	counter("terminating", deref(old.Terminating), deref(cur.Terminating))
+	counter("succeeded", old.Succeeded, cur.Succeeded)
+	counter("failed", old.Failed, cur.Failed)
+	if old.CompletedIndexes != cur.CompletedIndexes {
+		parts = append(parts, fmt.Sprintf("completedIndexes %q", cur.CompletedIndexes))
+	}
+	if !stringPtrEqual(old.FailedIndexes, cur.FailedIndexes) && cur.FailedIndexes != nil {
+		parts = append(parts, fmt.Sprintf("failedIndexes %q", *cur.FailedIndexes))
+	}
+	oldU, curU := uncountedLen(old), uncountedLen(cur)
+	if oldU != curU {
+		parts = append(parts, fmt.Sprintf("uncounted pods %d→%d", oldU, curU))
+	}
+	if (old.StartTime == nil) != (cur.StartTime == nil) || (old.StartTime != nil && !old.StartTime.Equal(cur.StartTime)) {
+		if cur.StartTime == nil {
+			parts = append(parts, "startTime cleared")
+		} else {
+			parts = append(parts, "startTime set")
+		}
+	}
+	if cur.CompletionTime != nil && old.CompletionTime == nil {
+		parts = append(parts, "completionTime set")
+	}
+	for _, c := range cur.Conditions {
+		if prev := findCondition(old.Conditions, c.Type); prev == nil || prev.Status != c.Status || prev.Reason != c.Reason {
+			parts = append(parts, fmt.Sprintf("condition %s=%s (%s)", c.Type, c.Status, c.Reason))
+		}
+	}
+	if len(parts) == 0 {
+		return "no visible change"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func uncountedLen(s *batchv1.JobStatus) int {
+	if s.UncountedTerminatedPods == nil {
+		return 0
+	}
+	return len(s.UncountedTerminatedPods.Succeeded) + len(s.UncountedTerminatedPods.Failed)
+}
+
+func deref(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// summarize writes the plan's one-sentence summary.
+func (c *syncCtx) summarize() {
+	var parts []string
+	for _, a := range c.plan.Actions {
+		switch a := a.(type) {
+		case CreatePods:
+			parts = append(parts, fmt.Sprintf("create %d pods", len(a.Pods)))
+		case DeletePods:
+			parts = append(parts, fmt.Sprintf("delete %d pods", len(a.Pods)))
+		case RemoveFinalizers:
+			parts = append(parts, fmt.Sprintf("remove %d finalizers", len(a.Pods)))
+		case WriteStatus:
+			parts = append(parts, "write status")
+		case RecordEvent:
+			parts = append(parts, "record "+a.Reason)
+		case Requeue:
+			parts = append(parts, fmt.Sprintf("sync again in %s", a.After))
+		}
+	}
+	state := "The Job is running"
+	switch {
+	case c.plan.Metrics.FinishedResult != "":
+		state = fmt.Sprintf("The Job finishes (%s, %s)", c.finishedCondition.Type, c.finishedCondition.Reason)
+	case c.finishedCondition != nil:
+		state = fmt.Sprintf("The Job is finishing (%s)", c.finishedCondition.Reason)
+	case jobSuspended(c.job):
+		state = "The Job is suspended"
+	}
+	if len(parts) == 0 {
+		c.plan.Summary = state + "; nothing to do."
+		return
+	}
+	c.plan.Summary = state + ": " + strings.Join(parts, ", ") + "."
+}
