@@ -72,6 +72,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 
 	unary, stream := s.interceptors()
 	s.grpc = grpc.NewServer(
+		grpc.ForceServerCodecV2(deterministicCodec{}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes),

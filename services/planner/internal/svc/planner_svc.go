@@ -4,11 +4,16 @@ package svc
 
 import (
 	"context"
+	"errors"
+	"io"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/services/planner/internal/engine"
+	"github.com/jobplane/jobplane/services/planner/internal/validation"
 )
 
 // PlannerService implements jobplane.v1.PlannerService.
@@ -21,22 +26,66 @@ var _ jobplanev1.PlannerServiceServer = (*PlannerService)(nil)
 // NewPlannerService returns the service.
 func NewPlannerService() *PlannerService { return &PlannerService{} }
 
-func notYet(rpc string) error {
-	return status.Errorf(codes.Unimplemented,
-		"%s is not implemented yet: the planner's Job sync engine is still to be built", rpc)
+// PlanSync plans one sync of a Job.
+func (s *PlannerService) PlanSync(_ context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
+	return planSync(req)
 }
 
-// PlanSync is not implemented yet.
-func (s *PlannerService) PlanSync(context.Context, *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
-	return nil, notYet("PlanSync")
+func planSync(req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
+	if err := validation.Snapshot(req).Err("invalid PlanSync snapshot"); err != nil {
+		return nil, err
+	}
+	snap, err := snapshotFromRequest(req)
+	if err != nil {
+		return nil, apierr.InvalidArgument("invalid PlanSync snapshot", apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
+	}
+	return &jobplanev1.PlanSyncResponse{Plan: planToProto(engine.Sync(snap))}, nil
 }
 
-// StreamPlanSync is not implemented yet.
-func (s *PlannerService) StreamPlanSync(jobplanev1.PlannerService_StreamPlanSyncServer) error {
-	return notYet("StreamPlanSync")
+// StreamPlanSync answers each snapshot of the stream with its plan, in
+// order; a bad snapshot fails its own answer, not the stream.
+func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamPlanSyncServer) error {
+	for {
+		req, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		resp := &jobplanev1.StreamPlanSyncResponse{Id: req.GetId()}
+		if plan, err := planSync(req.GetRequest()); err != nil {
+			resp.Error = status.Convert(err).Proto()
+		} else {
+			resp.Response = plan
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
 }
 
-// ValidateJob is not implemented yet.
-func (s *PlannerService) ValidateJob(context.Context, *jobplanev1.ValidateJobRequest) (*jobplanev1.ValidateJobResponse, error) {
-	return nil, notYet("ValidateJob")
+// ValidateJob checks a Job as the API server would and returns it defaulted.
+func (s *PlannerService) ValidateJob(_ context.Context, req *jobplanev1.ValidateJobRequest) (*jobplanev1.ValidateJobResponse, error) {
+	const summary = "invalid Job"
+	if req.GetJob() == nil {
+		return nil, apierr.InvalidArgument(summary, apierr.Violation{Field: "job", Description: "Required value"})
+	}
+	job, err := kubeconv.JobToKube(req.GetJob(), kubeconv.FullTemplate)
+	if err != nil {
+		return nil, apierr.InvalidArgument(summary, apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
+	}
+	validation.DefaultJob(job)
+	var v apierr.Violations
+	for _, e := range validation.ValidateJob(job) {
+		v.Add("job."+e.Field, "%s", e.ErrorBody())
+	}
+	if err := v.Err(summary); err != nil {
+		return nil, err
+	}
+	defaulted, err := kubeconv.JobFromKube(job)
+	if err != nil {
+		return nil, apierr.InvalidArgument(summary, apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
+	}
+	return &jobplanev1.ValidateJobResponse{Job: defaulted}, nil
 }

@@ -1,0 +1,172 @@
+package validation
+
+import (
+	"fmt"
+
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
+)
+
+// Bounds of a snapshot, beyond which it is refused rather than planned.
+const (
+	// MaxPods is the most pods a snapshot may carry.
+	MaxPods = 200_000
+	// maxUncounted bounds status.uncountedTerminatedPods; the reference
+	// writes at most 500 per sync.
+	maxUncounted = 100_000
+	// maxIndexesLength bounds completedIndexes and failedIndexes.
+	maxIndexesLength = 4 << 20
+)
+
+// Snapshot checks that a PlanSync request describes a Job and its pods the
+// way an executor observing a cluster would: every violation is reported
+// with its path.
+func Snapshot(req *jobplanev1.PlanSyncRequest) apierr.Violations {
+	var v apierr.Violations
+	if req.GetNow() == nil {
+		v.Add("now", "Required value")
+	} else if err := req.GetNow().CheckValid(); err != nil {
+		v.Add("now", "Invalid value: %v", err)
+	}
+	if f := req.GetTrackingFinalizer(); f != "" {
+		for _, msg := range utilvalidation.IsQualifiedName(f) {
+			v.Add("trackingFinalizer", "Invalid value: %q: %s", f, msg)
+		}
+	}
+	jobUID := checkJob(req.GetJob(), &v)
+	checkPods(req.GetPods(), jobUID, req.GetJob().GetMetadata().GetNamespace(), &v)
+	for i, uid := range req.GetFinalizerRemovalsInFlight() {
+		if uid == "" {
+			v.Add(fmt.Sprintf("finalizerRemovalsInFlight[%d]", i), "Invalid value: \"\": must not be empty")
+		}
+	}
+	if b := req.GetBackoffRecord(); b != nil {
+		if b.GetFailuresAfterLastSuccess() < 0 {
+			v.Add("backoffRecord.failuresAfterLastSuccess", "Invalid value: %d: must be greater than or equal to 0", b.GetFailuresAfterLastSuccess())
+		}
+		if b.GetFailuresAfterLastSuccess() > 0 && b.GetLastFailureTime() == nil {
+			v.Add("backoffRecord.lastFailureTime", "Required value: when failuresAfterLastSuccess is positive")
+		}
+	}
+	return v
+}
+
+// checkJob returns the Job's UID.
+func checkJob(job *jobplanev1.Job, v *apierr.Violations) string {
+	if job == nil {
+		v.Add("job", "Required value")
+		return ""
+	}
+	meta := job.GetMetadata()
+	if meta.GetName() == "" {
+		v.Add("job.metadata.name", "Required value")
+	}
+	if meta.GetUid() == "" {
+		v.Add("job.metadata.uid", "Required value: the Job's pods are matched to it by UID")
+	}
+	spec := job.GetSpec()
+	if spec == nil {
+		v.Add("job.spec", "Required value")
+		return meta.GetUid()
+	}
+	if spec.GetTemplate() == nil {
+		v.Add("job.spec.template", "Required value")
+	}
+	nonNegative := func(path string, value *int32) {
+		if value != nil && *value < 0 {
+			v.Add(path, "Invalid value: %d: must be greater than or equal to 0", *value)
+		}
+	}
+	nonNegative("job.spec.parallelism", spec.Parallelism)
+	nonNegative("job.spec.completions", spec.Completions)
+	nonNegative("job.spec.backoffLimit", spec.BackoffLimit)
+	nonNegative("job.spec.backoffLimitPerIndex", spec.BackoffLimitPerIndex)
+	nonNegative("job.spec.maxFailedIndexes", spec.MaxFailedIndexes)
+	if spec.ActiveDeadlineSeconds != nil && *spec.ActiveDeadlineSeconds < 0 {
+		v.Add("job.spec.activeDeadlineSeconds", "Invalid value: %d: must be greater than or equal to 0", *spec.ActiveDeadlineSeconds)
+	}
+	if spec.GetCompletionMode() == "Indexed" {
+		if spec.Completions == nil {
+			v.Add("job.spec.completions", "Required value: when completion mode is Indexed")
+		}
+		if spec.Parallelism != nil && *spec.Parallelism > maxParallelismForIndexedJob {
+			v.Add("job.spec.parallelism", "Invalid value: %d: must be less than or equal to %d when completion mode is Indexed", *spec.Parallelism, maxParallelismForIndexedJob)
+		}
+	} else if spec.BackoffLimitPerIndex != nil {
+		v.Add("job.spec.backoffLimitPerIndex", "Invalid value: %d: requires indexed completion mode", *spec.BackoffLimitPerIndex)
+	}
+
+	status := job.GetStatus()
+	nonNegative("job.status.active", &status.Active)
+	nonNegative("job.status.succeeded", &status.Succeeded)
+	nonNegative("job.status.failed", &status.Failed)
+	nonNegative("job.status.ready", status.Ready)
+	nonNegative("job.status.terminating", status.Terminating)
+	if len(status.GetCompletedIndexes()) > maxIndexesLength {
+		v.Add("job.status.completedIndexes", "Too long: may not be more than %d bytes", maxIndexesLength)
+	}
+	if len(status.GetFailedIndexes()) > maxIndexesLength {
+		v.Add("job.status.failedIndexes", "Too long: may not be more than %d bytes", maxIndexesLength)
+	}
+	u := status.GetUncountedTerminatedPods()
+	if n := len(u.GetSucceeded()) + len(u.GetFailed()); n > maxUncounted {
+		v.Add("job.status.uncountedTerminatedPods", "Too many: %d: must have at most %d items", n, maxUncounted)
+	}
+	seen := map[string]bool{}
+	for _, list := range []struct {
+		name string
+		uids []string
+	}{{"succeeded", u.GetSucceeded()}, {"failed", u.GetFailed()}} {
+		for i, uid := range list.uids {
+			path := fmt.Sprintf("job.status.uncountedTerminatedPods.%s[%d]", list.name, i)
+			switch {
+			case uid == "":
+				v.Add(path, "Invalid value: \"\": must not be empty")
+			case seen[uid]:
+				v.Add(path, "Duplicate value: %q", uid)
+			default:
+				seen[uid] = true
+			}
+		}
+	}
+	return meta.GetUid()
+}
+
+func checkPods(pods []*jobplanev1.Pod, jobUID, namespace string, v *apierr.Violations) {
+	if len(pods) > MaxPods {
+		v.Add("pods", "Too many: %d: must have at most %d items", len(pods), MaxPods)
+		return
+	}
+	seen := make(map[string]int, len(pods))
+	for i, p := range pods {
+		path := fmt.Sprintf("pods[%d]", i)
+		meta := p.GetMetadata()
+		if meta.GetName() == "" {
+			v.Add(path+".metadata.name", "Required value")
+		}
+		if uid := meta.GetUid(); uid == "" {
+			v.Add(path+".metadata.uid", "Required value")
+		} else if first, dup := seen[uid]; dup {
+			v.Add(path+".metadata.uid", "Duplicate value: %q (also pods[%d])", uid, first)
+		} else {
+			seen[uid] = i
+		}
+		if ns := meta.GetNamespace(); ns != "" && namespace != "" && ns != namespace {
+			v.Add(path+".metadata.namespace", "Invalid value: %q: the Job is in namespace %q", ns, namespace)
+		}
+		if jobUID != "" && !controlledBy(meta, jobUID) {
+			v.Add(path+".metadata.ownerReferences", "Invalid value: the pod has no controller owner reference to the Job (uid %s)", jobUID)
+		}
+	}
+}
+
+func controlledBy(meta *jobplanev1.ObjectMeta, uid string) bool {
+	for _, ref := range meta.GetOwnerReferences() {
+		if ref.GetController() {
+			return ref.GetUid() == uid
+		}
+	}
+	return false
+}
