@@ -37,7 +37,7 @@ var (
 // Fields of the contract that none of the kubectl outputs above can hold, and
 // why. Every other field of Job and Pod must be exercised by the testdata.
 var notInKubectlOutput = map[string]string{
-	"jobplane.v1.ContainerState.waiting":       "kwok and status patches leave no container waiting; see TestWaitingContainersRoundTrip",
+	"jobplane.v1.ContainerState.waiting":        "kwok and status patches leave no container waiting; see TestWaitingContainersRoundTrip",
 	"jobplane.v1.ContainerStateWaiting.reason":  "as above",
 	"jobplane.v1.ContainerStateWaiting.message": "as above",
 }

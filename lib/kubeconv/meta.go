@@ -5,9 +5,9 @@
 package kubeconv
 
 import (
+	"google.golang.org/protobuf/types/known/timestamppb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 )

@@ -224,11 +224,15 @@ func ownedBy(uid types.UID) podOpt {
 type syncOpt func(*Snapshot)
 
 func unsatisfiedExpectations() syncOpt {
-	return func(s *Snapshot) { s.Expectations = Expectations{PendingCreations: 1, RecordedAt: now.Add(-time.Second)} }
+	return func(s *Snapshot) {
+		s.Expectations = Expectations{PendingCreations: 1, RecordedAt: now.Add(-time.Second)}
+	}
 }
 
 func withBackoff(failures int32, last time.Time) syncOpt {
-	return func(s *Snapshot) { s.Backoff = &BackoffRecord{FailuresAfterLastSuccess: failures, LastFailureTime: &last} }
+	return func(s *Snapshot) {
+		s.Backoff = &BackoffRecord{FailuresAfterLastSuccess: failures, LastFailureTime: &last}
+	}
 }
 
 func finalizerRemovalsInFlight(uids ...types.UID) syncOpt {

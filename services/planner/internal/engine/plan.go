@@ -16,7 +16,7 @@ type Plan struct {
 	// ReleaseJobState: the Job is finished (or this plan finishes it); the
 	// executor forgets its expectations and backoff record once done.
 	ReleaseJobState bool
-	Metrics Metrics
+	Metrics         Metrics
 }
 
 // Action is one step of a plan: one of the types below.

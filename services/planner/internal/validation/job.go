@@ -111,10 +111,10 @@ func validateGeneratedSelector(job *batchv1.Job) field.ErrorList {
 	}
 	templatePath := field.NewPath("spec", "template", "metadata")
 	expected := map[string]string{
-		legacyControllerUIDLabel: string(job.UID),
-		legacyJobNameLabel:       job.Name,
-		batchv1.ControllerUidLabel:       string(job.UID),
-		batchv1.JobNameLabel:             job.Name,
+		legacyControllerUIDLabel:   string(job.UID),
+		legacyJobNameLabel:         job.Name,
+		batchv1.ControllerUidLabel: string(job.UID),
+		batchv1.JobNameLabel:       job.Name,
 	}
 	for _, l := range []string{legacyControllerUIDLabel, legacyJobNameLabel, batchv1.ControllerUidLabel, batchv1.JobNameLabel} {
 		allErrs = append(allErrs, validateHasLabel(job.Spec.Template.ObjectMeta, templatePath, l, expected[l])...)
