@@ -289,7 +289,6 @@ func TestValidateJobAnswersFieldViolationsInKubernetesPaths(t *testing.T) {
 		"job.spec.parallelism":                                     false,
 		"job.spec.podFailurePolicy.rules[0].onExitCodes.values":    false,
 		"job.spec.podFailurePolicy.rules[0].onExitCodes.values[1]": false,
-		"job.spec.podReplacementPolicy":                            false,
 	}
 	for _, v := range apierr.FieldViolations(err) {
 		if _, ok := want[v.Field]; ok {
