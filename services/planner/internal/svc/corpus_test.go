@@ -1,0 +1,118 @@
+package svc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/services/planner/internal/engine"
+	"github.com/jobplane/jobplane/services/planner/internal/sim"
+)
+
+// corpusDir holds FuzzPlanSync's committed corpus: snapshots taken along
+// simulated lifecycles of every kind, and what fuzzing found interesting.
+const corpusDir = "testdata/fuzz/FuzzPlanSync"
+
+// requestFromSnapshot is the PlanSync request an executor would send for s.
+func requestFromSnapshot(t testing.TB, s *engine.Snapshot) *jobplanev1.PlanSyncRequest {
+	job, err := kubeconv.JobFromKube(s.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &jobplanev1.PlanSyncRequest{Job: job, Now: timestamppb.New(s.Now), TrackingFinalizer: s.TrackingFinalizer}
+	for _, p := range s.Pods {
+		req.Pods = append(req.Pods, kubeconv.PodFromKube(p))
+	}
+	if s.Expectations.PendingCreations != 0 || s.Expectations.PendingDeletions != 0 {
+		req.Expectations = &jobplanev1.Expectations{PendingCreations: s.Expectations.PendingCreations, PendingDeletions: s.Expectations.PendingDeletions}
+		if !s.Expectations.RecordedAt.IsZero() {
+			req.Expectations.RecordedAt = timestamppb.New(s.Expectations.RecordedAt)
+		}
+	}
+	if b := s.Backoff; b != nil {
+		req.BackoffRecord = &jobplanev1.BackoffRecord{FailuresAfterLastSuccess: b.FailuresAfterLastSuccess}
+		if b.LastFailureTime != nil {
+			req.BackoffRecord.LastFailureTime = timestamppb.New(*b.LastFailureTime)
+		}
+	}
+	for _, uid := range s.FinalizerRemovalsInFlight {
+		req.FinalizerRemovalsInFlight = append(req.FinalizerRemovalsInFlight, string(uid))
+	}
+	return req
+}
+
+// simulatedRequests takes every 8th snapshot along lifecycles of each kind.
+func simulatedRequests(t testing.TB, lifecycles int) map[string]*jobplanev1.PlanSyncRequest {
+	out := map[string]*jobplanev1.PlanSyncRequest{}
+	for seed := range uint64(lifecycles) {
+		sc := sim.Generate(seed)
+		n := 0
+		sc.Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 3000, seed%2 == 1, func(w *sim.World) {
+			if n%8 == 0 {
+				out[fmt.Sprintf("sim-%s-%03d", sc.Name, n)] = requestFromSnapshot(t, w.Snapshot())
+			}
+			n++
+		})
+	}
+	return out
+}
+
+// The committed corpus decodes and plans; with JOBPLANE_WRITE_FUZZ_CORPUS=1
+// the simulated part of it is written anew.
+func TestFuzzCorpus(t *testing.T) {
+	if os.Getenv("JOBPLANE_WRITE_FUZZ_CORPUS") == "1" {
+		if err := os.MkdirAll(corpusDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, req := range simulatedRequests(t, 24) {
+			data, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entry := "go test fuzz v1\n[]byte(" + strconv.Quote(string(data)) + ")\n"
+			if err := os.WriteFile(filepath.Join(corpusDir, name), []byte(entry), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	entries, err := os.ReadDir(corpusDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := 0
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(corpusDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, ok := strings.CutPrefix(string(data), "go test fuzz v1\n[]byte(")
+		if !ok {
+			t.Fatalf("%s is not a fuzz corpus entry", e.Name())
+		}
+		raw, err := strconv.Unquote(strings.TrimSuffix(strings.TrimSpace(body), ")"))
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		req := &jobplanev1.PlanSyncRequest{}
+		if proto.Unmarshal([]byte(raw), req) != nil {
+			continue // fuzzing keeps undecodable inputs too
+		}
+		if _, err := planSync(req); err == nil && strings.HasPrefix(e.Name(), "sim-") {
+			planned++
+		} else if err != nil && strings.HasPrefix(e.Name(), "sim-") {
+			t.Errorf("%s: a simulated snapshot is refused: %v", e.Name(), err)
+		}
+	}
+	if planned < 50 {
+		t.Errorf("only %d simulated snapshots in the corpus", planned)
+	}
+}
