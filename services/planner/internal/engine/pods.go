@@ -131,26 +131,22 @@ func finishedTime(p *corev1.Pod) time.Time {
 }
 
 func finishTimeFromContainers(p *corev1.Pod) *time.Time {
-	finish, ok := latestFinishTime(nil, p.Status.ContainerStatuses, nil)
-	if !ok {
-		return nil
-	}
+	finish := latestFinishTime(nil, p.Status.ContainerStatuses, nil)
+	// Sidecars finish after the regular containers: their time counts even
+	// when a regular container never ran.
 	sidecars := map[string]bool{}
 	for _, c := range p.Spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			sidecars[c.Name] = true
 		}
 	}
-	finish, ok = latestFinishTime(finish, p.Status.InitContainerStatuses, sidecars)
-	if !ok {
-		return nil
-	}
-	return finish
+	return latestFinishTime(finish, p.Status.InitContainerStatuses, sidecars)
 }
 
 // latestFinishTime folds the finish times of the statuses (only those named
-// in only, when set) into prev. It fails when one of them has not finished.
-func latestFinishTime(prev *time.Time, statuses []corev1.ContainerStatus, only map[string]bool) (*time.Time, bool) {
+// in only, when set) into prev; it is nil as soon as one of them has not
+// finished.
+func latestFinishTime(prev *time.Time, statuses []corev1.ContainerStatus, only map[string]bool) *time.Time {
 	finish := prev
 	for i := range statuses {
 		s := &statuses[i]
@@ -158,13 +154,13 @@ func latestFinishTime(prev *time.Time, statuses []corev1.ContainerStatus, only m
 			continue
 		}
 		if s.State.Terminated == nil || s.State.Terminated.FinishedAt.IsZero() {
-			return nil, false
+			return nil
 		}
 		if t := s.State.Terminated.FinishedAt.Time; finish == nil || finish.Before(t) {
 			finish = &t
 		}
 	}
-	return finish, true
+	return finish
 }
 
 func sortByFinishedTime(pods []*corev1.Pod) {
