@@ -449,7 +449,7 @@ func TestNextBackoffRecord(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := nextBackoffRecord(tc.old, trFinished(corev1.PodSucceeded, tc.succeeded...), trFinished(corev1.PodFailed, tc.failed...))
+			got := nextBackoffRecord(tc.old, wrapPods(trFinished(corev1.PodSucceeded, tc.succeeded...)), wrapPods(trFinished(corev1.PodFailed, tc.failed...)))
 			if got.FailuresAfterLastSuccess != tc.want {
 				t.Errorf("failures %d, want %d", got.FailuresAfterLastSuccess, tc.want)
 			}
@@ -824,9 +824,10 @@ func TestSortActiveOrdersCheapestToRemoveFirst(t *testing.T) {
 		newPod("pending", pending),
 		newPod("unscheduled", pending, unscheduled()),
 	}
-	sortActive(ps)
+	wrapped := wrapPods(ps)
+	sortActive(wrapped)
 	var got []string
-	for _, p := range ps {
+	for _, p := range wrapped {
 		got = append(got, p.Name)
 	}
 	if want := []string{"unscheduled", "pending", "running", "ready-new", "ready-old"}; !slices.Equal(got, want) {

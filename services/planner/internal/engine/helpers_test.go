@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -308,4 +309,28 @@ func (o outcome) conditionOf(t batchv1.JobConditionType) *batchv1.JobCondition {
 		return nil
 	}
 	return findCondition(o.Status.Conditions, t)
+}
+
+// wrapPods gives pods the engine's per-pod view, as newSyncCtx does.
+func wrapPods(ps []*corev1.Pod) []*pod {
+	out := make([]*pod, len(ps))
+	for i, p := range ps {
+		out[i] = wrapPod(p)
+	}
+	return out
+}
+
+func wrapPod(p *corev1.Pod) *pod {
+	if p == nil {
+		return nil
+	}
+	return &pod{Pod: p, index: completionIndex(p), tracked: slices.Contains(p.Finalizers, DefaultTrackingFinalizer)}
+}
+
+func unwrapPods(ps []*pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(ps))
+	for i, p := range ps {
+		out[i] = p.Pod
+	}
+	return out
 }

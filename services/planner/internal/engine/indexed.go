@@ -15,8 +15,8 @@ func (c *syncCtx) calculateSucceededIndexes() (prev, all orderedIntervals) {
 	prev = parseIndexes(c.job.Status.CompletedIndexes, c.completions)
 	var newSucceeded []int
 	for _, p := range c.pods {
-		ix := completionIndex(p)
-		if p.Status.Phase == corev1.PodSucceeded && ix != unknownCompletionIndex && ix < c.completions && c.hasTrackingFinalizer(p) {
+		ix := p.index
+		if p.Status.Phase == corev1.PodSucceeded && ix != unknownCompletionIndex && ix < c.completions && p.tracked {
 			newSucceeded = append(newSucceeded, ix)
 		}
 	}
@@ -33,8 +33,8 @@ func (c *syncCtx) calculateFailedIndexes() *orderedIntervals {
 	}
 	var newFailed []int
 	for _, p := range c.pods {
-		ix := completionIndex(p)
-		if ix != unknownCompletionIndex && ix < c.completions && c.hasTrackingFinalizer(p) && c.isIndexFailed(p) {
+		ix := p.index
+		if ix != unknownCompletionIndex && ix < c.completions && p.tracked && c.isIndexFailed(p) {
 			newFailed = append(newFailed, ix)
 		}
 	}
@@ -45,11 +45,11 @@ func (c *syncCtx) calculateFailedIndexes() *orderedIntervals {
 
 // isIndexFailed: the pod's failure fails its index, by a FailIndex rule or by
 // exhausting backoffLimitPerIndex.
-func (c *syncCtx) isIndexFailed(p *corev1.Pod) bool {
+func (c *syncCtx) isIndexFailed(p *pod) bool {
 	counted := false
-	if c.isPodFailed(p) {
+	if c.isPodFailed(p.Pod) {
 		if c.job.Spec.PodFailurePolicy != nil {
-			m := matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p)
+			m := matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p.Pod)
 			if m.action != nil && *m.action == batchv1.PodFailurePolicyActionFailIndex {
 				return true
 			}
@@ -58,7 +58,7 @@ func (c *syncCtx) isIndexFailed(p *corev1.Pod) bool {
 			counted = true
 		}
 	}
-	return counted && indexFailureCount(p) >= *c.job.Spec.BackoffLimitPerIndex
+	return counted && indexFailureCount(p.Pod) >= *c.job.Spec.BackoffLimitPerIndex
 }
 
 // firstPendingIndexes returns up to count of the lowest indexes that are
@@ -94,14 +94,14 @@ func (c *syncCtx) firstPendingIndexes(count int) []int {
 // podsWithDelayedDeletion picks, for each index with neither a success, a
 // failure nor an active pod, its last failed pod: its finalizer stays until
 // a replacement inherits its failure count.
-func (c *syncCtx) podsWithDelayedDeletion() map[int]*corev1.Pod {
+func (c *syncCtx) podsWithDelayedDeletion() map[int]*pod {
 	active := indexesOf(c.activePods)
-	delayed := map[int]*corev1.Pod{}
-	c.validPodsWithFilter(nil, func(p *corev1.Pod) bool {
-		if !c.isPodFailed(p) {
+	delayed := map[int]*pod{}
+	c.validPodsWithFilter(nil, func(p *pod) bool {
+		if !c.isPodFailed(p.Pod) {
 			return false
 		}
-		ix := completionIndex(p)
+		ix := p.index
 		if c.succeededIndexes.has(ix) || c.failedIndexes.has(ix) {
 			return false
 		}
@@ -109,7 +109,7 @@ func (c *syncCtx) podsWithDelayedDeletion() map[int]*corev1.Pod {
 			return false
 		}
 		if last, ok := delayed[ix]; ok {
-			if indexAbsoluteFailureCount(last) <= indexAbsoluteFailureCount(p) && !finishedTime(p).Before(finishedTime(last)) {
+			if indexAbsoluteFailureCount(last.Pod) <= indexAbsoluteFailureCount(p.Pod) && !finishedTime(p.Pod).Before(finishedTime(last.Pod)) {
 				delayed[ix] = p
 			}
 		} else {
@@ -126,7 +126,7 @@ func (c *syncCtx) indexesReadyForCreation(indexes []int) ([]int, time.Duration) 
 	var ready []int
 	var minWait *time.Duration
 	for _, ix := range indexes {
-		wait := remainingBackoffForIndex(c.now, c.podsWithDelayedDeletionPerIndex[ix])
+		wait := remainingBackoffForIndex(c.now, c.podsWithDelayedDeletionPerIndex[ix].unwrap())
 		if wait == 0 {
 			ready = append(ready, ix)
 		} else if minWait == nil || wait < *minWait {

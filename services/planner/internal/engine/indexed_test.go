@@ -466,7 +466,7 @@ func TestIsIndexFailed(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := ixCtx(tc.job, []*corev1.Pod{tc.pod})
-			if got := c.isIndexFailed(tc.pod); got != tc.want {
+			if got := c.isIndexFailed(wrapPod(tc.pod)); got != tc.want {
 				t.Errorf("isIndexFailed = %v, want %v", got, tc.want)
 			}
 		})
@@ -614,7 +614,7 @@ func TestPodsWithDelayedDeletion(t *testing.T) {
 			c.failedIndexes = c.calculateFailedIndexes()
 			var got []string
 			for ix, p := range c.podsWithDelayedDeletion() {
-				if completionIndex(p) != ix {
+				if completionIndex(p.Pod) != ix {
 					t.Errorf("pod %s kept for index %d", p.Name, ix)
 				}
 				got = append(got, p.Name)
@@ -677,7 +677,7 @@ func TestNewIndexFailureCounts(t *testing.T) {
 			if tc.pod != nil {
 				pods = append(pods, tc.pod)
 			}
-			failures, ignored := ixCtx(tc.job, pods).newIndexFailureCounts(tc.pod)
+			failures, ignored := ixCtx(tc.job, pods).newIndexFailureCounts(wrapPod(tc.pod))
 			if failures != tc.wantFailures || ignored != tc.wantIgnored {
 				t.Errorf("newIndexFailureCounts = (%d, %d), want (%d, %d)", failures, ignored, tc.wantFailures, tc.wantIgnored)
 			}
@@ -908,7 +908,7 @@ func TestFirstPendingIndexes(t *testing.T) {
 			}
 			c := ixCtx(newJob(1, int32(tc.completions), append(opts, indexed())...), append(active, terminating...))
 			c.completions = tc.completions
-			c.activePods = active
+			c.activePods = wrapPods(active)
 			c.succeededIndexes = tc.succeededIndexes
 			c.failedIndexes = tc.failedIndexes
 			got := c.firstPendingIndexes(tc.cnt)
@@ -963,7 +963,8 @@ func TestDuplicatedIndexPodsForRemoval(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rm, left := duplicatedIndexPodsForRemoval(ixHollowPods(tc.pods), tc.completions)
+			rmWrapped, leftWrapped := duplicatedIndexPodsForRemoval(wrapPods(ixHollowPods(tc.pods)), tc.completions)
+			rm, left := unwrapPods(rmWrapped), unwrapPods(leftWrapped)
 			if got := ixToIndexPhases(rm); !slices.Equal(got, tc.wantRm) && (len(got) != 0 || len(tc.wantRm) != 0) {
 				t.Errorf("pods for removal %v, want %v", got, tc.wantRm)
 			}
@@ -1067,7 +1068,10 @@ func TestIndexesReadyForCreation(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := ixCtx(ixJob(3, 4, backoffLimitPerIndex(30)), nil)
-			c.podsWithDelayedDeletionPerIndex = tc.delayed
+			c.podsWithDelayedDeletionPerIndex = map[int]*pod{}
+			for ix, p := range tc.delayed {
+				c.podsWithDelayedDeletionPerIndex[ix] = wrapPod(p)
+			}
 			got, wait := c.indexesReadyForCreation(tc.indexes)
 			if !slices.Equal(got, tc.want) && (len(got) != 0 || len(tc.want) != 0) {
 				t.Errorf("indexes ready %v, want %v", got, tc.want)

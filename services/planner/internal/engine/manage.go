@@ -7,7 +7,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // completionIndexEnvName is the variable Indexed Jobs' containers read their
@@ -111,7 +110,7 @@ func (c *syncCtx) manageJob() int32 {
 
 // deleteJobPods deletes pods the Job no longer wants, removing their tracking
 // finalizer first: they are not counted.
-func (c *syncCtx) deleteJobPods(pods []*corev1.Pod, reason, explanation string) {
+func (c *syncCtx) deleteJobPods(pods []*pod, reason, explanation string) {
 	if len(pods) == 0 {
 		return
 	}
@@ -128,8 +127,8 @@ func (c *syncCtx) deleteJobPods(pods []*corev1.Pod, reason, explanation string) 
 // activePodsForRemoval chooses the active pods to delete: for Indexed Jobs
 // first those with a duplicate (all but one), missing or out-of-range index,
 // then, to reach rmAtLeast, the cheapest to lose (see lessActive).
-func (c *syncCtx) activePodsForRemoval(rmAtLeast int) []*corev1.Pod {
-	var rm, left []*corev1.Pod
+func (c *syncCtx) activePodsForRemoval(rmAtLeast int) []*pod {
+	var rm, left []*pod
 	if c.indexed {
 		rm, left = duplicatedIndexPodsForRemoval(slices.Clone(c.activePods), c.completions)
 	} else {
@@ -145,12 +144,12 @@ func (c *syncCtx) activePodsForRemoval(rmAtLeast int) []*corev1.Pod {
 // duplicatedIndexPodsForRemoval splits pods into those to remove (no valid
 // index, index out of range, all but the best of each duplicated index) and
 // those left.
-func duplicatedIndexPodsForRemoval(pods []*corev1.Pod, completions int) (rm, left []*corev1.Pod) {
+func duplicatedIndexPodsForRemoval(pods []*pod, completions int) (rm, left []*pod) {
 	sortByCompletionIndex(pods)
 	lastIndex := unknownCompletionIndex
 	first, looped := 0, 0
 	for i, p := range pods {
-		ix := completionIndex(p)
+		ix := p.index
 		if ix >= completions {
 			rm = append(rm, pods[i:]...)
 			break
@@ -166,7 +165,7 @@ func duplicatedIndexPodsForRemoval(pods []*corev1.Pod, completions int) (rm, lef
 
 // splitSameIndex keeps the pod of an index least cheap to lose and removes
 // the others; pods without an index are all removed.
-func splitSameIndex(rm, left, pods []*corev1.Pod, ix int) ([]*corev1.Pod, []*corev1.Pod) {
+func splitSameIndex(rm, left, pods []*pod, ix int) ([]*pod, []*pod) {
 	if ix == unknownCompletionIndex {
 		return append(rm, pods...), left
 	}
@@ -216,13 +215,13 @@ func (c *syncCtx) podsToCreate(n int, indexes []int) []PodToCreate {
 
 // newIndexFailureCounts are the failure counts a pod replacing
 // podBeingReplaced inherits, its own failure included.
-func (c *syncCtx) newIndexFailureCounts(podBeingReplaced *corev1.Pod) (failures, ignored int32) {
+func (c *syncCtx) newIndexFailureCounts(podBeingReplaced *pod) (failures, ignored int32) {
 	if podBeingReplaced == nil {
 		return 0, 0
 	}
-	failures = indexFailureCount(podBeingReplaced)
-	ignored = annotationInt32(podBeingReplaced, batchv1.JobIndexIgnoredFailureCountAnnotation)
-	if c.job.Spec.PodFailurePolicy != nil && !matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, podBeingReplaced).countFailed {
+	failures = indexFailureCount(podBeingReplaced.Pod)
+	ignored = annotationInt32(podBeingReplaced.Pod, batchv1.JobIndexIgnoredFailureCountAnnotation)
+	if c.job.Spec.PodFailurePolicy != nil && !matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, podBeingReplaced.Pod).countFailed {
 		ignored++
 	} else {
 		failures++

@@ -3,7 +3,6 @@ package engine
 import (
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 
@@ -14,6 +13,23 @@ import (
 
 // unknownCompletionIndex marks a pod without a valid completion index.
 const unknownCompletionIndex = -1
+
+// pod is a pod of the Job with what a sync reads of it over and over,
+// worked out once: its completion index and whether it carries the tracking
+// finalizer.
+type pod struct {
+	*corev1.Pod
+	index   int
+	tracked bool
+}
+
+// unwrap is the Kubernetes pod; nil for nil.
+func (p *pod) unwrap() *corev1.Pod {
+	if p == nil {
+		return nil
+	}
+	return p.Pod
+}
 
 // completionIndex reads the completion index annotation of a pod.
 func completionIndex(p *corev1.Pod) int {
@@ -78,20 +94,20 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition
 	return nil
 }
 
-func filterPods(pods []*corev1.Pod, keep func(*corev1.Pod) bool) []*corev1.Pod {
-	var out []*corev1.Pod
+func filterPods(pods []*pod, keep func(*corev1.Pod) bool) []*pod {
+	var out []*pod
 	for _, p := range pods {
-		if keep(p) {
+		if keep(p.Pod) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-func countPods(pods []*corev1.Pod, match func(*corev1.Pod) bool) int32 {
+func countPods(pods []*pod, match func(*corev1.Pod) bool) int32 {
 	var n int32
 	for _, p := range pods {
-		if match(p) {
+		if match(p.Pod) {
 			n++
 		}
 	}
@@ -99,11 +115,11 @@ func countPods(pods []*corev1.Pod, match func(*corev1.Pod) bool) int32 {
 }
 
 // indexesOf returns the sorted distinct valid completion indexes of pods.
-func indexesOf(pods []*corev1.Pod) []int {
+func indexesOf(pods []*pod) []int {
 	var out []int
 	for _, p := range pods {
-		if ix := completionIndex(p); ix != unknownCompletionIndex {
-			out = append(out, ix)
+		if p.index != unknownCompletionIndex {
+			out = append(out, p.index)
 		}
 	}
 	slices.Sort(out)
@@ -134,13 +150,7 @@ func finishTimeFromContainers(p *corev1.Pod) *time.Time {
 	finish := latestFinishTime(nil, p.Status.ContainerStatuses, nil)
 	// Sidecars finish after the regular containers: their time counts even
 	// when a regular container never ran.
-	sidecars := map[string]bool{}
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sidecars[c.Name] = true
-		}
-	}
-	return latestFinishTime(finish, p.Status.InitContainerStatuses, sidecars)
+	return latestFinishTime(finish, p.Status.InitContainerStatuses, sidecarNames(p))
 }
 
 // latestFinishTime folds the finish times of the statuses (only those named
@@ -163,8 +173,34 @@ func latestFinishTime(prev *time.Time, statuses []corev1.ContainerStatus, only m
 	return finish
 }
 
-func sortByFinishedTime(pods []*corev1.Pod) {
-	sort.SliceStable(pods, func(i, j int) bool { return finishedTime(pods[i]).Before(finishedTime(pods[j])) })
+// sortByFinishedTime orders pods by finish time, keeping the order of
+// equals; finish times are computed once.
+func sortByFinishedTime(pods []*pod) {
+	sortByKey(pods, func(p *pod) time.Time { return finishedTime(p.Pod) }, func(a, b time.Time) int { return a.Compare(b) })
+}
+
+// sortByKey sorts pods by a key computed once per pod, keeping the order of
+// equal keys. Ties are broken by position, so an unstable O(n log n) sort
+// gives the result of a stable one.
+func sortByKey[K any](pods []*pod, key func(*pod) K, compare func(a, b K) int) {
+	type keyed struct {
+		key K
+		pos int
+		pod *pod
+	}
+	ks := make([]keyed, len(pods))
+	for i, p := range pods {
+		ks[i] = keyed{key(p), i, p}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if c := compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return a.pos - b.pos
+	})
+	for i := range ks {
+		pods[i] = ks[i].pod
+	}
 }
 
 var podPhaseOrdinal = map[corev1.PodPhase]int{corev1.PodPending: 0, corev1.PodUnknown: 1, corev1.PodRunning: 2}
@@ -174,38 +210,65 @@ var podPhaseOrdinal = map[corev1.PodPhase]int{corev1.PodPending: 0, corev1.PodUn
 // Unknown before Running, not ready before ready, ready more recently first,
 // more container restarts first, newer first.
 func lessActive(a, b *corev1.Pod) bool {
-	if a.Spec.NodeName != b.Spec.NodeName && (a.Spec.NodeName == "" || b.Spec.NodeName == "") {
-		return a.Spec.NodeName == ""
-	}
-	if pa, pb := podPhaseOrdinal[a.Status.Phase], podPhaseOrdinal[b.Status.Phase]; pa != pb {
-		return pa < pb
-	}
-	readyA, readyB := isPodReady(a), isPodReady(b)
-	if readyA != readyB {
-		return !readyA
-	}
-	if readyA && readyB {
-		ta, tb := readyTime(a), readyTime(b)
-		if !ta.Equal(tb) {
-			return afterOrZero(ta, tb)
-		}
-	}
-	regularA, sidecarA := maxContainerRestarts(a)
-	regularB, sidecarB := maxContainerRestarts(b)
-	if regularA != regularB {
-		return regularA > regularB
-	}
-	if sidecarA != sidecarB {
-		return sidecarA > sidecarB
-	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return afterOrZero(a.CreationTimestamp.Time, b.CreationTimestamp.Time)
-	}
-	return false
+	ka, kb := newActiveKey(a), newActiveKey(b)
+	return ka.less(&kb)
 }
 
-func sortActive(pods []*corev1.Pod) {
-	sort.SliceStable(pods, func(i, j int) bool { return lessActive(pods[i], pods[j]) })
+// sortActive sorts pods by lessActive, computing each pod's keys once.
+func sortActive(pods []*pod) {
+	sortByKey(pods, func(p *pod) activeKey { return newActiveKey(p.Pod) }, func(a, b activeKey) int {
+		switch {
+		case a.less(&b):
+			return -1
+		case b.less(&a):
+			return 1
+		}
+		return 0
+	})
+}
+
+// activeKey holds what lessActive compares of a pod.
+type activeKey struct {
+	nodeName         string
+	phase            int
+	ready            bool
+	readyTime        time.Time
+	regular, sidecar int32
+	created          time.Time
+}
+
+func newActiveKey(p *corev1.Pod) activeKey {
+	k := activeKey{nodeName: p.Spec.NodeName, phase: podPhaseOrdinal[p.Status.Phase], ready: isPodReady(p), created: p.CreationTimestamp.Time}
+	if k.ready {
+		k.readyTime = readyTime(p)
+	}
+	k.regular, k.sidecar = maxContainerRestarts(p)
+	return k
+}
+
+func (a *activeKey) less(b *activeKey) bool {
+	if a.nodeName != b.nodeName && (a.nodeName == "" || b.nodeName == "") {
+		return a.nodeName == ""
+	}
+	if a.phase != b.phase {
+		return a.phase < b.phase
+	}
+	if a.ready != b.ready {
+		return !a.ready
+	}
+	if a.ready && b.ready && !a.readyTime.Equal(b.readyTime) {
+		return afterOrZero(a.readyTime, b.readyTime)
+	}
+	if a.regular != b.regular {
+		return a.regular > b.regular
+	}
+	if a.sidecar != b.sidecar {
+		return a.sidecar > b.sidecar
+	}
+	if !a.created.Equal(b.created) {
+		return afterOrZero(a.created, b.created)
+	}
+	return false
 }
 
 func readyTime(p *corev1.Pod) time.Time {
@@ -225,16 +288,28 @@ func afterOrZero(a, b time.Time) bool {
 	return a.After(b)
 }
 
+// sidecarNames are the init containers that keep running (restartPolicy
+// Always); an empty, non-nil set when there are none.
+func sidecarNames(p *corev1.Pod) map[string]bool {
+	if len(p.Spec.InitContainers) == 0 {
+		return noSidecars
+	}
+	names := map[string]bool{}
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			names[c.Name] = true
+		}
+	}
+	return names
+}
+
+var noSidecars = map[string]bool{}
+
 func maxContainerRestarts(p *corev1.Pod) (regular, sidecar int32) {
 	for _, c := range p.Status.ContainerStatuses {
 		regular = max(regular, c.RestartCount)
 	}
-	sidecars := map[string]bool{}
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sidecars[c.Name] = true
-		}
-	}
+	sidecars := sidecarNames(p)
 	for _, c := range p.Status.InitContainerStatuses {
 		if sidecars[c.Name] {
 			sidecar = max(sidecar, c.RestartCount)
@@ -244,8 +319,8 @@ func maxContainerRestarts(p *corev1.Pod) (regular, sidecar int32) {
 }
 
 // sortByCompletionIndex orders pods by index, keeping the order of equals.
-func sortByCompletionIndex(pods []*corev1.Pod) {
-	sort.SliceStable(pods, func(i, j int) bool { return completionIndex(pods[i]) < completionIndex(pods[j]) })
+func sortByCompletionIndex(pods []*pod) {
+	sortByKey(pods, func(p *pod) int { return p.index }, func(a, b int) int { return a - b })
 }
 
 func timePtr(t time.Time) *metav1.Time {

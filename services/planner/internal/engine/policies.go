@@ -166,7 +166,7 @@ type BackoffRecord struct {
 }
 
 // nextBackoffRecord folds the newly finished pods into the record.
-func nextBackoffRecord(old BackoffRecord, newSucceeded, newFailed []*corev1.Pod) BackoffRecord {
+func nextBackoffRecord(old BackoffRecord, newSucceeded, newFailed []*pod) BackoffRecord {
 	rec := old
 	sortByFinishedTime(newSucceeded)
 	sortByFinishedTime(newFailed)
@@ -175,15 +175,15 @@ func nextBackoffRecord(old BackoffRecord, newSucceeded, newFailed []*corev1.Pod)
 			return rec
 		}
 		rec.FailuresAfterLastSuccess += int32(len(newFailed))
-		t := finishedTime(newFailed[len(newFailed)-1])
+		t := finishedTime(newFailed[len(newFailed)-1].Pod)
 		rec.LastFailureTime = &t
 		return rec
 	}
 	rec.FailuresAfterLastSuccess = 0
 	rec.LastFailureTime = nil
-	lastSuccess := finishedTime(newSucceeded[len(newSucceeded)-1])
+	lastSuccess := finishedTime(newSucceeded[len(newSucceeded)-1].Pod)
 	for i := len(newFailed) - 1; i >= 0; i-- {
-		failed := finishedTime(newFailed[i])
+		failed := finishedTime(newFailed[i].Pod)
 		if !failed.After(lastSuccess) {
 			break
 		}

@@ -23,9 +23,12 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 	if c.indexed {
 		sortByCompletionIndex(c.pods)
 	}
-	uidsWithFinalizer := make(map[types.UID]bool, len(c.pods))
+	// Only uncounted pods are looked up in this set: those already in
+	// uncountedTerminatedPods, and those added below, whose finalizers this
+	// plan removes.
+	uidsWithFinalizer := map[types.UID]bool{}
 	for _, p := range c.pods {
-		if c.hasTrackingFinalizer(p) && !c.expectedRmFinalizers[p.UID] {
+		if p.tracked && !c.expectedRmFinalizers[p.UID] && (c.uncountedSucceeded[p.UID] || c.uncountedFailed[p.UID]) {
 			uidsWithFinalizer[p.UID] = true
 		}
 	}
@@ -33,15 +36,15 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 		needsFlush = true
 	}
 
-	var podsToRemoveFinalizer []*corev1.Pod
+	var podsToRemoveFinalizer []*pod
 	var newSucceededIndexes []int
 	failuresByAction := map[string]int32{}
 	reachedMaxUncountedPods := false
 	for _, p := range c.pods {
-		if !c.hasTrackingFinalizer(p) || c.expectedRmFinalizers[p.UID] {
+		if !p.tracked || c.expectedRmFinalizers[p.UID] {
 			continue // handled by an earlier sync
 		}
-		considerFailed := c.isPodFailed(p)
+		considerFailed := c.isPodFailed(p.Pod)
 		if !c.canRemoveFinalizer(p, considerFailed) {
 			continue
 		}
@@ -49,7 +52,7 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 		if p.Status.Phase == corev1.PodSucceeded && !c.uncountedFailed[p.UID] {
 			if c.indexed {
 				// The index says enough: no UID is tracked.
-				if ix := completionIndex(p); ix != unknownCompletionIndex && ix < c.completions && !c.prevSucceededIndexes.has(ix) {
+				if ix := p.index; ix != unknownCompletionIndex && ix < c.completions && !c.prevSucceededIndexes.has(ix) {
 					newSucceededIndexes = append(newSucceededIndexes, ix)
 					needsFlush = true
 				}
@@ -59,11 +62,11 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 			}
 		} else if considerFailed || (c.finishedCondition != nil && !isSuccessCriteriaMet(c.finishedCondition)) {
 			// A failing Job counts every pod it stops as failed.
-			ix := completionIndex(p)
+			ix := p.index
 			if !c.uncountedFailed[p.UID] && (!c.indexed || (ix != unknownCompletionIndex && ix < c.completions)) {
 				countFailed := true
 				if c.job.Spec.PodFailurePolicy != nil {
-					m := matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p)
+					m := matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p.Pod)
 					if m.action != nil {
 						failuresByAction[string(*m.action)]++
 					}
@@ -161,7 +164,7 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 // canRemoveFinalizer: the Job is being deleted or finishing, the pod
 // succeeded, or it failed and is not the last failed pod of its index
 // awaiting its replacement.
-func (c *syncCtx) canRemoveFinalizer(p *corev1.Pod, considerFailed bool) bool {
+func (c *syncCtx) canRemoveFinalizer(p *pod, considerFailed bool) bool {
 	if c.job.DeletionTimestamp != nil || c.finishedCondition != nil || p.Status.Phase == corev1.PodSucceeded {
 		return true
 	}
@@ -169,8 +172,8 @@ func (c *syncCtx) canRemoveFinalizer(p *corev1.Pod, considerFailed bool) bool {
 		return false
 	}
 	if hasBackoffLimitPerIndex(c.job) {
-		if ix := completionIndex(p); ix != unknownCompletionIndex {
-			if delayed, ok := c.podsWithDelayedDeletionPerIndex[ix]; ok && delayed.UID == p.UID {
+		if p.index != unknownCompletionIndex {
+			if delayed, ok := c.podsWithDelayedDeletionPerIndex[p.index]; ok && delayed.UID == p.UID {
 				return false
 			}
 		}
