@@ -26,6 +26,17 @@ run: build tools ## Build, start the local cluster and the three services, print
 .PHONY: test
 test: lint cluster-bins ## Every test: lint, unit, gRPC, integration (real kube-apiserver) and end-to-end (kwok cluster).
 	JOBPLANE_CLUSTER_BIN="$(CLUSTER_BIN)" go test -race -count=1 -timeout 30m $(PACKAGES)
+	go test -run '^$$' -fuzz FuzzPlanSync -fuzztime 30s ./services/planner/internal/svc/
+
+.PHONY: fuzz
+fuzz: ## Fuzz PlanSync for FUZZTIME (default 10m), then keep what it found in the committed corpus.
+	go test -run '^$$' -fuzz FuzzPlanSync -fuzztime $(or $(FUZZTIME),10m) ./services/planner/internal/svc/
+	cp -n "$$(go env GOCACHE)"/fuzz/github.com/jobplane/jobplane/services/planner/internal/svc/FuzzPlanSync/* \
+		services/planner/internal/svc/testdata/fuzz/FuzzPlanSync/
+
+.PHONY: bench
+bench: ## The planner's benchmarks (engine, gRPC vs a no-op handler) as markdown tables.
+	hack/bench-planner.sh
 
 .PHONY: build
 build: ## Build the three service binaries into bin/.

@@ -63,6 +63,10 @@ jobplane is running. From ${root}, in another terminal:
   # Health, per service:
   bin/grpcurl -plaintext -d '{"service":"jobplane.v1.PlannerService"}' 127.0.0.1:50051 grpc.health.v1.Health/Check
 
+  # Plan one sync of a Job (a snapshot as an executor sends it), and check a Job:
+  bin/grpcurl -plaintext -d @ 127.0.0.1:50051 jobplane.v1.PlannerService/PlanSync < services/planner/testdata/plansync-indexed-job.json
+  bin/grpcurl -plaintext -d '{"job":{"metadata":{"name":"x","namespace":"default"},"spec":{"parallelism":-1,"template":{"spec":{"restartPolicy":"Always","containers":[{"name":"main","image":"busybox"}]}}}}}' 127.0.0.1:50051 jobplane.v1.PlannerService/ValidateJob
+
   # The next runs of a schedule in a time zone (across the 2026 daylight-saving change):
   bin/grpcurl -plaintext -d '{"schedule":"30 9 * * MON-FRI","timeZone":"Europe/Paris","from":"2026-03-26T00:00:00Z","count":4}' 127.0.0.1:50053 jobplane.v1.CronService/PreviewSchedule
 

@@ -572,7 +572,7 @@ type EnvVarFromField struct {
 	// Variable name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Field path, for example
-	// "metadata.annotations['batch.kubernetes.io/job-completion-index']".
+	// "metadata.labels['batch.kubernetes.io/job-completion-index']".
 	FieldPath     string `protobuf:"bytes,2,opt,name=field_path,json=fieldPath,proto3" json:"field_path,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

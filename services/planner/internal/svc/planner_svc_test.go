@@ -28,7 +28,7 @@ import (
 	"github.com/jobplane/jobplane/services/planner/internal/svc"
 )
 
-func client(t *testing.T) jobplanev1.PlannerServiceClient {
+func client(t testing.TB) jobplanev1.PlannerServiceClient {
 	srv := grpctest.Start(t, func(s *grpcserver.Server) {
 		s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, svc.NewPlannerService())
 	})

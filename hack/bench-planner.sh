@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The planner's benchmarks, as the tables of BENCHMARKS.md:
+#   1. engine.Sync for Indexed Jobs of 100 to 100,000 pods (ns/op, allocs/op,
+#      growth between sizes next to n log n);
+#   2. PlanSync over loopback gRPC for a 10-pod Job, unary and streaming,
+#      next to a no-op handler with the same message sizes, in the same run.
+# Every figure is the median of COUNT runs (default 5).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "${root}"
+count=${COUNT:-5}
+out=$(mktemp)
+trap 'rm -f "${out}"' EXIT
+
+# median NAME_REGEX FIELD: the median of a benchmark's field over the runs.
+median() {
+  grep -E "^$1-[0-9]+ " "${out}" | awk -v f="$2" '{
+    for (i = 1; i <= NF; i++) if ($(i) == f) v[n++] = $(i - 1)
+  } END {
+    asort(v); print (n % 2) ? v[int(n / 2) + 1] : (v[n / 2] + v[n / 2 + 1]) / 2
+  }'
+}
+
+go test -run '^$' -bench 'BenchmarkSyncIndexed' -benchtime 20x -count "${count}" ./services/planner/internal/engine/ >"${out}"
+echo "### engine.Sync, Indexed Job (median of ${count} runs)"
+echo
+echo "| pods | ns/op | allocs/op | B/op | ns/op growth | n log n growth |"
+echo "|---:|---:|---:|---:|---:|---:|"
+prev="" prev_n=""
+for n in 100 1000 10000 100000; do
+  name="BenchmarkSyncIndexed/pods=${n}"
+  ns=$(median "${name}" ns/op)
+  growth="" nlogn=""
+  if [[ -n $prev ]]; then
+    growth=$(awk -v a="$ns" -v b="$prev" 'BEGIN{printf "%.1fx", a/b}')
+    nlogn=$(awk -v n="$n" -v p="$prev_n" 'BEGIN{printf "%.1fx", (n*log(n))/(p*log(p))}')
+  fi
+  printf '| %s | %.0f | %s | %s | %s | %s |\n' "$n" "$ns" "$(median "${name}" allocs/op)" "$(median "${name}" B/op)" "$growth" "$nlogn"
+  prev=$ns prev_n=$n
+done
+
+go test -run '^$' -bench 'BenchmarkPlanSyncGRPC' -benchtime 2s -count "${count}" ./services/planner/internal/svc/ >"${out}"
+echo
+echo "### PlanSync over loopback gRPC, 10-pod Job (median of ${count} runs)"
+echo
+echo "| mode | planner plans/s | no-op plans/s | planner / no-op |"
+echo "|---|---:|---:|---:|"
+for mode in unary stream; do
+  planner=$(median "BenchmarkPlanSyncGRPC/handler=planner/mode=${mode}" ns/op)
+  noop=$(median "BenchmarkPlanSyncGRPC/handler=noop/mode=${mode}" ns/op)
+  awk -v m="$mode" -v p="$planner" -v n="$noop" 'BEGIN{printf "| %s | %.0f | %.0f | %.2f |\n", m, 1e9/p, 1e9/n, n/p}'
+done
+echo
+echo "Request $(median 'BenchmarkPlanSyncGRPC/handler=planner/mode=unary' req-bytes) bytes, response $(median 'BenchmarkPlanSyncGRPC/handler=planner/mode=unary' resp-bytes) bytes, for both handlers."
