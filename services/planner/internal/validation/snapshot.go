@@ -99,6 +99,9 @@ func checkJob(job *jobplanev1.Job, v *apierr.Violations) string {
 	}
 
 	status := job.GetStatus()
+	if status == nil {
+		return meta.GetUid() // a Job not synced yet
+	}
 	nonNegative("job.status.active", &status.Active)
 	nonNegative("job.status.succeeded", &status.Succeeded)
 	nonNegative("job.status.failed", &status.Failed)
