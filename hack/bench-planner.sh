@@ -15,11 +15,8 @@ trap 'rm -f "${out}"' EXIT
 
 # median NAME_REGEX FIELD: the median of a benchmark's field over the runs.
 median() {
-  grep -E "^$1-[0-9]+ " "${out}" | awk -v f="$2" '{
-    for (i = 1; i <= NF; i++) if ($(i) == f) v[n++] = $(i - 1)
-  } END {
-    asort(v); print (n % 2) ? v[int(n / 2) + 1] : (v[n / 2] + v[n / 2 + 1]) / 2
-  }'
+  grep -E "^$1-[0-9]+ " "${out}" | awk -v f="$2" '{ for (i = 1; i <= NF; i++) if ($(i) == f) print $(i - 1) }' |
+    sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 go test -run '^$' -bench 'BenchmarkSyncIndexed' -benchtime 20x -count "${count}" ./services/planner/internal/engine/ >"${out}"

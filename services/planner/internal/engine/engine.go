@@ -8,7 +8,6 @@ package engine
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -134,7 +133,7 @@ func newSyncCtx(s *Snapshot, plan *Plan) *syncCtx {
 	wrapped := make([]pod, len(s.Pods))
 	pods := make([]*pod, len(s.Pods))
 	for i, p := range s.Pods {
-		wrapped[i] = pod{Pod: p, index: completionIndex(p), tracked: slices.Contains(p.Finalizers, finalizer)}
+		wrapped[i] = viewOf(p, finalizer)
 		pods[i] = &wrapped[i]
 	}
 	sortCanonically(pods)
@@ -161,9 +160,9 @@ func (c *syncCtx) sync(s *Snapshot) {
 	job := c.job
 	satisfiedExpectations := s.Expectations.satisfied(c.now)
 
-	c.activePods = filterPods(c.pods, isPodActive)
-	c.ready = countPods(c.activePods, isPodReady)
-	c.terminating = countPods(c.pods, isPodTerminating)
+	c.activePods = filterPods(c.pods, (*pod).active)
+	c.ready = countPods(c.activePods, (*pod).isReady)
+	c.terminating = countPods(c.pods, (*pod).terminating)
 	active := int32(len(c.activePods))
 	newSucceededPods, newFailedPods := c.newFinishedPods()
 	c.succeeded = job.Status.Succeeded + int32(len(newSucceededPods)) + int32(len(c.uncountedSucceeded))
@@ -291,8 +290,8 @@ func (c *syncCtx) updateSuspendedCondition() bool {
 // finalizer, are not in uncountedTerminatedPods, have no finalizer removal
 // in flight and, for Indexed Jobs, have a valid index.
 func (c *syncCtx) newFinishedPods() (succeeded, failed []*pod) {
-	succeeded = c.validPodsWithFilter(c.uncountedSucceeded, func(p *pod) bool { return p.Status.Phase == corev1.PodSucceeded })
-	failed = c.validPodsWithFilter(c.uncountedFailed, func(p *pod) bool { return c.isPodFailed(p.Pod) })
+	succeeded = c.validPodsWithFilter(c.uncountedSucceeded, func(p *pod) bool { return p.phase == corev1.PodSucceeded })
+	failed = c.validPodsWithFilter(c.uncountedFailed, c.isPodFailed)
 	return succeeded, failed
 }
 
@@ -331,7 +330,7 @@ func (c *syncCtx) failJobMessage() *string {
 		return nil
 	}
 	for _, p := range c.pods {
-		if c.isPodFailed(p.Pod) {
+		if c.isPodFailed(p) {
 			if m := matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p.Pod); m.failJobMessage != nil {
 				return m.failJobMessage
 			}
@@ -348,7 +347,7 @@ func (c *syncCtx) pastBackoffLimitOnFailure() bool {
 	}
 	var restarts int32
 	for _, p := range c.pods {
-		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending {
+		if p.phase == corev1.PodRunning || p.phase == corev1.PodPending {
 			for _, s := range p.Status.InitContainerStatuses {
 				restarts += s.RestartCount
 			}
@@ -378,14 +377,14 @@ func (c *syncCtx) failureCondition(reason, message string) *batchv1.JobCondition
 
 // isPodFailed: the pod failed, or is being deleted without having succeeded
 // (unless only failed pods are replaced).
-func (c *syncCtx) isPodFailed(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodFailed {
+func (c *syncCtx) isPodFailed(p *pod) bool {
+	if p.phase == corev1.PodFailed {
 		return true
 	}
 	if onlyReplaceFailedPods(c.job) {
 		return false
 	}
-	return p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded
+	return p.deleting && p.phase != corev1.PodSucceeded
 }
 
 // deleteActivePods stops the pods of a finishing Job, keeping their
@@ -400,7 +399,7 @@ func (c *syncCtx) deleteActivePods() (deleted, deletedReady int32) {
 			cond.Type, cond.Reason, len(c.activePods))},
 		Pods: c.podRefs(c.activePods),
 	})
-	return int32(len(c.activePods)), countPods(c.activePods, isPodReady)
+	return int32(len(c.activePods)), countPods(c.activePods, (*pod).isReady)
 }
 
 func (c *syncCtx) podRefs(pods []*pod) []PodRef {

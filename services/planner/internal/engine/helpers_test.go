@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -324,7 +323,8 @@ func wrapPod(p *corev1.Pod) *pod {
 	if p == nil {
 		return nil
 	}
-	return &pod{Pod: p, index: completionIndex(p), tracked: slices.Contains(p.Finalizers, DefaultTrackingFinalizer)}
+	v := viewOf(p, DefaultTrackingFinalizer)
+	return &v
 }
 
 func unwrapPods(ps []*pod) []*corev1.Pod {

@@ -16,7 +16,7 @@ func (c *syncCtx) calculateSucceededIndexes() (prev, all orderedIntervals) {
 	var newSucceeded []int
 	for _, p := range c.pods {
 		ix := p.index
-		if p.Status.Phase == corev1.PodSucceeded && ix != unknownCompletionIndex && ix < c.completions && p.tracked {
+		if p.phase == corev1.PodSucceeded && ix != unknownCompletionIndex && ix < c.completions && p.tracked {
 			newSucceeded = append(newSucceeded, ix)
 		}
 	}
@@ -47,7 +47,7 @@ func (c *syncCtx) calculateFailedIndexes() *orderedIntervals {
 // exhausting backoffLimitPerIndex.
 func (c *syncCtx) isIndexFailed(p *pod) bool {
 	counted := false
-	if c.isPodFailed(p.Pod) {
+	if c.isPodFailed(p) {
 		if c.job.Spec.PodFailurePolicy != nil {
 			m := matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p.Pod)
 			if m.action != nil && *m.action == batchv1.PodFailurePolicyActionFailIndex {
@@ -70,7 +70,7 @@ func (c *syncCtx) firstPendingIndexes(count int) []int {
 	}
 	nonPending := c.succeededIndexes.withOrderedIndexes(indexesOf(c.activePods))
 	if onlyReplaceFailedPods(c.job) {
-		nonPending = nonPending.withOrderedIndexes(indexesOf(filterPods(c.pods, isPodTerminating)))
+		nonPending = nonPending.withOrderedIndexes(indexesOf(filterPods(c.pods, (*pod).terminating)))
 	}
 	if c.failedIndexes != nil {
 		nonPending = nonPending.merge(*c.failedIndexes)
@@ -98,7 +98,7 @@ func (c *syncCtx) podsWithDelayedDeletion() map[int]*pod {
 	active := indexesOf(c.activePods)
 	delayed := map[int]*pod{}
 	c.validPodsWithFilter(nil, func(p *pod) bool {
-		if !c.isPodFailed(p.Pod) {
+		if !c.isPodFailed(p) {
 			return false
 		}
 		ix := p.index

@@ -114,7 +114,7 @@ func ixCtx(job *batchv1.Job, pods []*corev1.Pod, opts ...syncOpt) *syncCtx {
 		o(s)
 	}
 	c := newSyncCtx(s, &Plan{})
-	c.activePods = filterPods(c.pods, isPodActive)
+	c.activePods = filterPods(c.pods, (*pod).active)
 	return c
 }
 

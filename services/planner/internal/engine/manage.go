@@ -121,7 +121,7 @@ func (c *syncCtx) deleteJobPods(pods []*pod, reason, explanation string) {
 		ExpectDeletions:         true,
 	})
 	c.terminating += int32(len(pods))
-	c.ready -= countPods(pods, isPodReady)
+	c.ready -= countPods(pods, (*pod).isReady)
 }
 
 // activePodsForRemoval chooses the active pods to delete: for Indexed Jobs

@@ -15,13 +15,41 @@ import (
 const unknownCompletionIndex = -1
 
 // pod is a pod of the Job with what a sync reads of it over and over,
-// worked out once: its completion index and whether it carries the tracking
-// finalizer.
+// worked out once and kept together: its completion index, whether it
+// carries the tracking finalizer, its phase, deletion and readiness. With
+// large Jobs, reading these from a compact array instead of the pod objects
+// saves most cache misses.
 type pod struct {
 	*corev1.Pod
-	index   int
-	tracked bool
+	index    int
+	tracked  bool
+	phase    corev1.PodPhase
+	deleting bool
+	ready    bool
 }
+
+func viewOf(p *corev1.Pod, finalizer string) pod {
+	return pod{
+		Pod:      p,
+		index:    completionIndex(p),
+		tracked:  slices.Contains(p.Finalizers, finalizer),
+		phase:    p.Status.Phase,
+		deleting: p.DeletionTimestamp != nil,
+		ready:    isPodReady(p),
+	}
+}
+
+func (p *pod) terminal() bool {
+	return p.phase == corev1.PodSucceeded || p.phase == corev1.PodFailed
+}
+
+// active: neither terminal nor being deleted.
+func (p *pod) active() bool { return !p.terminal() && !p.deleting }
+
+// terminating: being deleted and not terminal yet.
+func (p *pod) terminating() bool { return !p.terminal() && p.deleting }
+
+func (p *pod) isReady() bool { return p.ready }
 
 // unwrap is the Kubernetes pod; nil for nil.
 func (p *pod) unwrap() *corev1.Pod {
@@ -69,16 +97,6 @@ func indexAbsoluteFailureCount(p *corev1.Pod) int32 {
 	return indexFailureCount(p) + annotationInt32(p, batchv1.JobIndexIgnoredFailureCountAnnotation)
 }
 
-// isPodActive: neither terminal nor being deleted.
-func isPodActive(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
-}
-
-// isPodTerminating: being deleted and not terminal yet.
-func isPodTerminating(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp != nil
-}
-
 // isPodReady: the Ready condition is True.
 func isPodReady(p *corev1.Pod) bool {
 	c := podCondition(p, corev1.PodReady)
@@ -94,20 +112,20 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition
 	return nil
 }
 
-func filterPods(pods []*pod, keep func(*corev1.Pod) bool) []*pod {
+func filterPods(pods []*pod, keep func(*pod) bool) []*pod {
 	var out []*pod
 	for _, p := range pods {
-		if keep(p.Pod) {
+		if keep(p) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-func countPods(pods []*pod, match func(*corev1.Pod) bool) int32 {
+func countPods(pods []*pod, match func(*pod) bool) int32 {
 	var n int32
 	for _, p := range pods {
-		if match(p.Pod) {
+		if match(p) {
 			n++
 		}
 	}

@@ -44,12 +44,12 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 		if !p.tracked || c.expectedRmFinalizers[p.UID] {
 			continue // handled by an earlier sync
 		}
-		considerFailed := c.isPodFailed(p.Pod)
+		considerFailed := c.isPodFailed(p)
 		if !c.canRemoveFinalizer(p, considerFailed) {
 			continue
 		}
 		podsToRemoveFinalizer = append(podsToRemoveFinalizer, p)
-		if p.Status.Phase == corev1.PodSucceeded && !c.uncountedFailed[p.UID] {
+		if p.phase == corev1.PodSucceeded && !c.uncountedFailed[p.UID] {
 			if c.indexed {
 				// The index says enough: no UID is tracked.
 				if ix := p.index; ix != unknownCompletionIndex && ix < c.completions && !c.prevSucceededIndexes.has(ix) {
@@ -165,7 +165,7 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 // succeeded, or it failed and is not the last failed pod of its index
 // awaiting its replacement.
 func (c *syncCtx) canRemoveFinalizer(p *pod, considerFailed bool) bool {
-	if c.job.DeletionTimestamp != nil || c.finishedCondition != nil || p.Status.Phase == corev1.PodSucceeded {
+	if c.job.DeletionTimestamp != nil || c.finishedCondition != nil || p.phase == corev1.PodSucceeded {
 		return true
 	}
 	if !considerFailed {

@@ -152,8 +152,8 @@ func trTrack(t *testing.T, job *batchv1.Job, pods []*corev1.Pod, finished *batch
 	}
 	plan := &Plan{}
 	c := newSyncCtx(s, plan)
-	c.activePods = filterPods(c.pods, isPodActive)
-	c.terminating = countPods(c.pods, isPodTerminating)
+	c.activePods = filterPods(c.pods, (*pod).active)
+	c.terminating = countPods(c.pods, (*pod).terminating)
 	c.finishedCondition = finished
 	if c.indexed {
 		// As the reference's test: the completed indexes of the status
