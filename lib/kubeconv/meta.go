@@ -1,7 +1,10 @@
 // Package kubeconv converts between jobplane's protobuf contracts and the
 // Kubernetes API types of k8s.io/api, field by field. The contracts mirror
 // batch/v1 and core/v1, so every conversion is a copy; nothing is defaulted
-// or validated here.
+// or validated here. Conversions to Kubernetes types share the message's
+// maps and string slices (labels, annotations, finalizers) instead of
+// copying them: the planner converts every pod of every snapshot and only
+// reads them. Copy before changing them.
 package kubeconv
 
 import (
@@ -49,9 +52,9 @@ func ObjectMetaToKube(m *jobplanev1.ObjectMeta) metav1.ObjectMeta {
 		UID:                        types.UID(m.GetUid()),
 		Generation:                 m.GetGeneration(),
 		ResourceVersion:            m.GetResourceVersion(),
-		Labels:                     copyMap(m.GetLabels()),
-		Annotations:                copyMap(m.GetAnnotations()),
-		Finalizers:                 copyStrings(m.GetFinalizers()),
+		Labels:                     m.GetLabels(),
+		Annotations:                m.GetAnnotations(),
+		Finalizers:                 m.GetFinalizers(),
 		CreationTimestamp:          TimeValueToKube(m.GetCreationTimestamp()),
 		DeletionTimestamp:          TimeToKube(m.GetDeletionTimestamp()),
 		DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
@@ -109,12 +112,12 @@ func LabelSelectorToKube(s *jobplanev1.LabelSelector) *metav1.LabelSelector {
 	if s == nil {
 		return nil
 	}
-	out := &metav1.LabelSelector{MatchLabels: copyMap(s.GetMatchLabels())}
+	out := &metav1.LabelSelector{MatchLabels: s.GetMatchLabels()}
 	for _, e := range s.GetMatchExpressions() {
 		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
 			Key:      e.GetKey(),
 			Operator: metav1.LabelSelectorOperator(e.GetOperator()),
-			Values:   copyStrings(e.GetValues()),
+			Values:   e.GetValues(),
 		})
 	}
 	return out

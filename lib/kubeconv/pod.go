@@ -9,8 +9,16 @@ import (
 
 // PodToKube converts a pod (the parts the contract models).
 func PodToKube(p *jobplanev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{}
+	PodIntoKube(p, out)
+	return out
+}
+
+// PodIntoKube converts a pod into out, overwriting it: callers converting
+// many pods use one slice of corev1.Pod instead of one allocation each.
+func PodIntoKube(p *jobplanev1.Pod, out *corev1.Pod) {
 	spec, status := p.GetSpec(), p.GetStatus()
-	out := &corev1.Pod{
+	*out = corev1.Pod{
 		TypeMeta:   typeMeta(p.GetApiVersion(), p.GetKind()),
 		ObjectMeta: ObjectMetaToKube(p.GetMetadata()),
 		Spec: corev1.PodSpec{
@@ -41,7 +49,6 @@ func PodToKube(p *jobplanev1.Pod) *corev1.Pod {
 			}
 		}
 	}
-	return out
 }
 
 // PodFromKube converts a pod to the contract, keeping what it models.

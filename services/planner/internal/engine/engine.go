@@ -147,7 +147,7 @@ func newSyncCtx(s *Snapshot, plan *Plan) *syncCtx {
 		uncountedSucceeded:   setOf(job.Status.UncountedTerminatedPods.Succeeded),
 		uncountedFailed:      setOf(job.Status.UncountedTerminatedPods.Failed),
 		plan:                 plan,
-		startStatus:          *s.Job.Status.DeepCopy(),
+		startStatus:          s.Job.Status, // read only: the sync rewrites its copy
 	}
 	if c.indexed && job.Spec.Completions != nil {
 		c.completions = int(*job.Spec.Completions)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,12 +24,20 @@ func (p *Plan) requeue(after time.Duration, reason, explanation string) {
 }
 
 // describeStatusChange lists, for a person, what differs between two
-// statuses.
+// statuses. It runs on every sync that writes a status, hence the builder.
 func describeStatusChange(old, cur *batchv1.JobStatus) string {
-	var parts []string
-	counter := func(name string, a, b int32) {
-		if a != b {
-			parts = append(parts, fmt.Sprintf("%s %d→%d", name, a, b))
+	var b strings.Builder
+	part := func(s ...string) {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		for _, x := range s {
+			b.WriteString(x)
+		}
+	}
+	counter := func(name string, x, y int32) {
+		if x != y {
+			part(name, " ", strconv.Itoa(int(x)), "→", strconv.Itoa(int(y)))
 		}
 	}
 	counter("active", old.Active, cur.Active)
@@ -37,34 +46,30 @@ func describeStatusChange(old, cur *batchv1.JobStatus) string {
 	counter("succeeded", old.Succeeded, cur.Succeeded)
 	counter("failed", old.Failed, cur.Failed)
 	if old.CompletedIndexes != cur.CompletedIndexes {
-		parts = append(parts, fmt.Sprintf("completedIndexes %q", cur.CompletedIndexes))
+		part("completedIndexes ", strconv.Quote(cur.CompletedIndexes))
 	}
 	if !stringPtrEqual(old.FailedIndexes, cur.FailedIndexes) && cur.FailedIndexes != nil {
-		parts = append(parts, fmt.Sprintf("failedIndexes %q", *cur.FailedIndexes))
+		part("failedIndexes ", strconv.Quote(*cur.FailedIndexes))
 	}
-	oldU, curU := uncountedLen(old), uncountedLen(cur)
-	if oldU != curU {
-		parts = append(parts, fmt.Sprintf("uncounted pods %d→%d", oldU, curU))
-	}
-	if (old.StartTime == nil) != (cur.StartTime == nil) || (old.StartTime != nil && !old.StartTime.Equal(cur.StartTime)) {
-		if cur.StartTime == nil {
-			parts = append(parts, "startTime cleared")
-		} else {
-			parts = append(parts, "startTime set")
-		}
+	counter("uncounted pods", int32(uncountedLen(old)), int32(uncountedLen(cur)))
+	switch {
+	case old.StartTime != nil && cur.StartTime == nil:
+		part("startTime cleared")
+	case cur.StartTime != nil && (old.StartTime == nil || !old.StartTime.Equal(cur.StartTime)):
+		part("startTime set")
 	}
 	if cur.CompletionTime != nil && old.CompletionTime == nil {
-		parts = append(parts, "completionTime set")
+		part("completionTime set")
 	}
 	for _, c := range cur.Conditions {
 		if prev := findCondition(old.Conditions, c.Type); prev == nil || prev.Status != c.Status || prev.Reason != c.Reason {
-			parts = append(parts, fmt.Sprintf("condition %s=%s (%s)", c.Type, c.Status, c.Reason))
+			part("condition ", string(c.Type), "=", string(c.Status), " (", c.Reason, ")")
 		}
 	}
-	if len(parts) == 0 {
+	if b.Len() == 0 {
 		return "no visible change"
 	}
-	return strings.Join(parts, ", ")
+	return b.String()
 }
 
 func uncountedLen(s *batchv1.JobStatus) int {

@@ -165,30 +165,33 @@ func finishedTime(p *corev1.Pod) time.Time {
 }
 
 func finishTimeFromContainers(p *corev1.Pod) *time.Time {
-	finish := latestFinishTime(nil, p.Status.ContainerStatuses, nil)
+	finish, ok := latestFinishTime(time.Time{}, false, p.Status.ContainerStatuses, nil)
 	// Sidecars finish after the regular containers: their time counts even
 	// when a regular container never ran.
-	return latestFinishTime(finish, p.Status.InitContainerStatuses, sidecarNames(p))
+	finish, ok = latestFinishTime(finish, ok, p.Status.InitContainerStatuses, sidecarNames(p))
+	if !ok {
+		return nil
+	}
+	return &finish
 }
 
 // latestFinishTime folds the finish times of the statuses (only those named
-// in only, when set) into prev; it is nil as soon as one of them has not
-// finished.
-func latestFinishTime(prev *time.Time, statuses []corev1.ContainerStatus, only map[string]bool) *time.Time {
-	finish := prev
+// in only, when set) into prev (ok says whether there is one); there is none
+// as soon as one of them has not finished.
+func latestFinishTime(prev time.Time, ok bool, statuses []corev1.ContainerStatus, only map[string]bool) (time.Time, bool) {
 	for i := range statuses {
 		s := &statuses[i]
 		if only != nil && !only[s.Name] {
 			continue
 		}
 		if s.State.Terminated == nil || s.State.Terminated.FinishedAt.IsZero() {
-			return nil
+			return time.Time{}, false
 		}
-		if t := s.State.Terminated.FinishedAt.Time; finish == nil || finish.Before(t) {
-			finish = &t
+		if t := s.State.Terminated.FinishedAt.Time; !ok || prev.Before(t) {
+			prev, ok = t, true
 		}
 	}
-	return finish
+	return prev, ok
 }
 
 // sortByFinishedTime orders pods by finish time, keeping the order of

@@ -38,7 +38,7 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 
 	var podsToRemoveFinalizer []*pod
 	var newSucceededIndexes []int
-	failuresByAction := map[string]int32{}
+	var failuresByAction map[string]int32
 	reachedMaxUncountedPods := false
 	for _, p := range c.pods {
 		if !p.tracked || c.expectedRmFinalizers[p.UID] {
@@ -68,6 +68,9 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 				if c.job.Spec.PodFailurePolicy != nil {
 					m := matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p.Pod)
 					if m.action != nil {
+						if failuresByAction == nil {
+							failuresByAction = map[string]int32{}
+						}
 						failuresByAction[string(*m.action)]++
 					}
 					countFailed = m.countFailed
@@ -261,8 +264,8 @@ func (c *syncCtx) recordPodsFinished() {
 		return
 	}
 	if c.indexed {
-		c.plan.Metrics.PodsSucceeded = int32(parseIndexes(written.CompletedIndexes, c.completions).total() -
-			parseIndexes(c.startStatus.CompletedIndexes, c.completions).total())
+		// The last write's completedIndexes are succeededIndexes.
+		c.plan.Metrics.PodsSucceeded = int32(c.succeededIndexes.total() - c.prevSucceededIndexes.total())
 	} else {
 		c.plan.Metrics.PodsSucceeded = written.Succeeded - c.startStatus.Succeeded
 	}

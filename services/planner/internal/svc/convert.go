@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -15,22 +16,25 @@ import (
 )
 
 // snapshotFromRequest converts a checked PlanSync request for the engine,
-// with the API server's defaults applied to the Job.
-func snapshotFromRequest(req *jobplanev1.PlanSyncRequest) (*engine.Snapshot, error) {
+// with the API server's defaults applied to the Job; release recycles the
+// snapshot's pods once the plan is converted.
+func snapshotFromRequest(req *jobplanev1.PlanSyncRequest) (s *engine.Snapshot, release func(), err error) {
 	// The sync semantics read nothing of the pod spec but restartPolicy.
 	job, err := kubeconv.JobToKube(req.GetJob(), kubeconv.RestartPolicyOnly)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	validation.DefaultJob(job)
-	s := &engine.Snapshot{
+	s = &engine.Snapshot{
 		Job:               job,
 		Pods:              make([]*corev1.Pod, len(req.GetPods())),
 		Now:               req.GetNow().AsTime(),
 		TrackingFinalizer: req.GetTrackingFinalizer(),
 	}
+	slab, release := podSlab(len(req.GetPods()))
 	for i, p := range req.GetPods() {
-		s.Pods[i] = kubeconv.PodToKube(p)
+		kubeconv.PodIntoKube(p, &slab[i])
+		s.Pods[i] = &slab[i]
 	}
 	if e := req.GetExpectations(); e != nil {
 		s.Expectations = engine.Expectations{
@@ -49,7 +53,26 @@ func snapshotFromRequest(req *jobplanev1.PlanSyncRequest) (*engine.Snapshot, err
 			s.Backoff.LastFailureTime = &t
 		}
 	}
-	return s, nil
+	return s, release, nil
+}
+
+// slabs recycles the pods of snapshots: a corev1.Pod is large, and a plan
+// keeps no reference to the pods it was computed from.
+var slabs sync.Pool
+
+// podSlab returns room for n pods, from the pool when one is large enough,
+// and the function that gives it back.
+func podSlab(n int) ([]corev1.Pod, func()) {
+	slab, ok := slabs.Get().(*[]corev1.Pod)
+	if !ok || cap(*slab) < n {
+		s := make([]corev1.Pod, n)
+		slab = &s
+	}
+	pods := (*slab)[:n]
+	return pods, func() {
+		clear(pods) // the pool keeps no request alive
+		slabs.Put(slab)
+	}
 }
 
 func timeOrZero(t *timestamppb.Timestamp) time.Time {

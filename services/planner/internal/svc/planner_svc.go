@@ -35,10 +35,11 @@ func planSync(req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, er
 	if err := validation.Snapshot(req).Err("invalid PlanSync snapshot"); err != nil {
 		return nil, err
 	}
-	snap, err := snapshotFromRequest(req)
+	snap, release, err := snapshotFromRequest(req)
 	if err != nil {
 		return nil, apierr.InvalidArgument("invalid PlanSync snapshot", apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
 	}
+	defer release()
 	return &jobplanev1.PlanSyncResponse{Plan: planToProto(engine.Sync(snap))}, nil
 }
 
