@@ -334,3 +334,9 @@ func unwrapPods(ps []*pod) []*corev1.Pod {
 	}
 	return out
 }
+
+// lessActive compares two pods as sortActive does.
+func lessActive(a, b *corev1.Pod) bool {
+	ka, kb := newActiveKey(a), newActiveKey(b)
+	return ka.less(&kb)
+}

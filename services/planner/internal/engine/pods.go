@@ -226,16 +226,10 @@ func sortByKey[K any](pods []*pod, key func(*pod) K, compare func(a, b K) int) {
 
 var podPhaseOrdinal = map[corev1.PodPhase]int{corev1.PodPending: 0, corev1.PodUnknown: 1, corev1.PodRunning: 2}
 
-// lessActive orders pods by how cheap they are to remove, as the reference's
+// sortActive orders pods by how cheap they are to remove, as the reference's
 // controller.ActivePods does: unscheduled before scheduled, Pending before
 // Unknown before Running, not ready before ready, ready more recently first,
-// more container restarts first, newer first.
-func lessActive(a, b *corev1.Pod) bool {
-	ka, kb := newActiveKey(a), newActiveKey(b)
-	return ka.less(&kb)
-}
-
-// sortActive sorts pods by lessActive, computing each pod's keys once.
+// more container restarts first, newer first. Keys are computed once per pod.
 func sortActive(pods []*pod) {
 	sortByKey(pods, func(p *pod) activeKey { return newActiveKey(p.Pod) }, func(a, b activeKey) int {
 		switch {
@@ -248,7 +242,7 @@ func sortActive(pods []*pod) {
 	})
 }
 
-// activeKey holds what lessActive compares of a pod.
+// activeKey holds what sortActive compares of a pod.
 type activeKey struct {
 	nodeName         string
 	phase            int
