@@ -93,14 +93,17 @@ func lives(r *rand.Rand, last Step) []Step {
 func podRand(seed uint64, n int) *rand.Rand { return rand.New(rand.NewPCG(seed, uint64(n))) }
 
 func allSucceed(r *rand.Rand, seed uint64) Scenario {
-	job := baseJob(r, seed, r.IntN(2) == 0)
 	return Scenario{
-		Name: "all-succeed", Job: job,
-		Fates: func(n, _ int) []Step {
-			pr := podRand(seed, n)
-			return lives(pr, Step{At: secs(pr, 2, 20), Kind: Succeed})
-		},
+		Name: "all-succeed", Job: baseJob(r, seed, r.IntN(2) == 0), Fates: succeedingPods(seed),
 		WantCondition: batchv1.JobComplete, WantReason: batchv1.JobReasonCompletionsReached,
+	}
+}
+
+// succeedingPods start and succeed after 2 to 20 seconds.
+func succeedingPods(seed uint64) FateFunc {
+	return func(n, _ int) []Step {
+		pr := podRand(seed, n)
+		return lives(pr, Step{At: secs(pr, 2, 20), Kind: Succeed})
 	}
 }
 
@@ -274,11 +277,7 @@ func workQueue(r *rand.Rand, seed uint64) Scenario {
 	job := baseJob(r, seed, false)
 	job.Spec.Completions = nil
 	return Scenario{
-		Name: "work-queue", Job: job,
-		Fates: func(n, _ int) []Step {
-			pr := podRand(seed, n)
-			return lives(pr, Step{At: secs(pr, 2, 20), Kind: Succeed})
-		},
+		Name: "work-queue", Job: job, Fates: succeedingPods(seed),
 		WantCondition: batchv1.JobComplete, WantReason: batchv1.JobReasonCompletionsReached,
 	}
 }
