@@ -395,7 +395,7 @@ func (c *syncCtx) deleteActivePods() (deleted, deletedReady int32) {
 	}
 	cond := c.finishedCondition
 	c.plan.add(DeletePods{
-		Because: Because{cond.Reason, fmt.Sprintf("The Job met its %s criterion (%s): its %d active pods are deleted, keeping their tracking finalizers so they are counted once terminal.",
+		Because: Because{cond.Reason, fmt.Sprintf("The Job met its %s criterion (%s): its active pods (%d) are deleted, keeping their tracking finalizers so they are counted once terminal.",
 			cond.Type, cond.Reason, len(c.activePods))},
 		Pods: c.podRefs(c.activePods),
 	})

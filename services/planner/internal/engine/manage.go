@@ -29,7 +29,7 @@ func (c *syncCtx) manageJob() int32 {
 	if jobSuspended(job) {
 		c.plan.Metrics.SyncAction = SyncActionPodsDeleted
 		toDelete := c.activePodsForRemoval(int(active))
-		c.deleteJobPods(toDelete, "JobSuspended", fmt.Sprintf("The Job is suspended: its %d active pods are deleted.", len(toDelete)))
+		c.deleteJobPods(toDelete, "JobSuspended", fmt.Sprintf("The Job is suspended: its active pods (%d) are deleted.", len(toDelete)))
 		active -= int32(len(toDelete))
 		return active
 	}
@@ -54,11 +54,11 @@ func (c *syncCtx) manageJob() int32 {
 	}
 	if len(toDelete) > 0 {
 		c.plan.Metrics.SyncAction = SyncActionPodsDeleted
-		why := fmt.Sprintf("%d pods are active and %d are wanted", active, wantActive)
+		why := fmt.Sprintf("active pods: %d, wanted: %d", active, wantActive)
 		if c.indexed && int32(len(toDelete)) > rmAtLeast {
 			why += "; pods with a duplicate, missing or out-of-range completion index go first"
 		}
-		c.deleteJobPods(toDelete, "TooManyActivePods", fmt.Sprintf("Deleting %d pods: %s.", len(toDelete), why))
+		c.deleteJobPods(toDelete, "TooManyActivePods", fmt.Sprintf("Deleting pods (%d): %s.", len(toDelete), why))
 		return active - int32(len(toDelete))
 	}
 
@@ -76,7 +76,7 @@ func (c *syncCtx) manageJob() int32 {
 	if !hasBackoffLimitPerIndex(job) {
 		if wait := remainingBackoff(c.now, c.newBackoffRecord.FailuresAfterLastSuccess, c.newBackoffRecord.LastFailureTime); wait > 0 {
 			c.plan.requeue(max(wait, SyncJobBatchPeriod), "PodFailureBackoff", fmt.Sprintf(
-				"%d pods are missing, but %d pods failed since the last success: new pods wait %s for the failure backoff.",
+				"Pods missing: %d, but pod failures since the last success: %d; new pods wait %s for the failure backoff.",
 				diff, c.newBackoffRecord.FailuresAfterLastSuccess, wait))
 			return active
 		}
@@ -100,7 +100,7 @@ func (c *syncCtx) manageJob() int32 {
 		return active
 	}
 	c.plan.add(CreatePods{
-		Because: Because{"TooFewActivePods", fmt.Sprintf("%d pods are active (%d terminating) and %d are wanted: creating %d.",
+		Because: Because{"TooFewActivePods", fmt.Sprintf("Active pods: %d (terminating: %d), wanted: %d; creating %d.",
 			active, c.terminating, wantActive, diff)},
 		Pods:           c.podsToCreate(int(diff), indexes),
 		CreationReason: c.creationReason(),

@@ -132,7 +132,7 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 	c.plan.Metrics.PodFailuresByPolicyAction = failuresByAction
 	if len(podsToRemoveFinalizer) > 0 {
 		c.plan.add(RemoveFinalizers{
-			Because: Because{"PodsFinished", fmt.Sprintf("%d pods are finished or no longer needed and recorded in the status: their tracking finalizer %s is removed.",
+			Because: Because{"PodsFinished", fmt.Sprintf("Pods finished or no longer needed, and recorded in the status: %d; their tracking finalizer %s is removed.",
 				len(podsToRemoveFinalizer), c.finalizer)},
 			Pods: c.podRefs(podsToRemoveFinalizer),
 		})
