@@ -990,7 +990,16 @@ type SyncMetrics struct {
 	// Pods newly counted as succeeded.
 	PodsSucceeded int32 `protobuf:"varint,6,opt,name=pods_succeeded,json=podsSucceeded,proto3" json:"pods_succeeded,omitempty"`
 	// Pods newly counted as failed.
-	PodsFailed    int32 `protobuf:"varint,7,opt,name=pods_failed,json=podsFailed,proto3" json:"pods_failed,omitempty"`
+	PodsFailed int32 `protobuf:"varint,7,opt,name=pods_failed,json=podsFailed,proto3" json:"pods_failed,omitempty"`
+	// Indexed Jobs: change of the number of succeeded indexes
+	// (job_finished_indexes_total{status="succeeded"}).
+	IndexesSucceeded int32 `protobuf:"varint,8,opt,name=indexes_succeeded,json=indexesSucceeded,proto3" json:"indexes_succeeded,omitempty"`
+	// Indexed Jobs with backoffLimitPerIndex: indexes newly failed
+	// (job_finished_indexes_total{status="failed"}).
+	IndexesFailed int32 `protobuf:"varint,9,opt,name=indexes_failed,json=indexesFailed,proto3" json:"indexes_failed,omitempty"`
+	// The backoffLimit label of job_finished_indexes_total: "perIndex" or
+	// "global"; empty for NonIndexed Jobs.
+	BackoffLimit  string `protobuf:"bytes,10,opt,name=backoff_limit,json=backoffLimit,proto3" json:"backoff_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1074,6 +1083,27 @@ func (x *SyncMetrics) GetPodsFailed() int32 {
 	return 0
 }
 
+func (x *SyncMetrics) GetIndexesSucceeded() int32 {
+	if x != nil {
+		return x.IndexesSucceeded
+	}
+	return 0
+}
+
+func (x *SyncMetrics) GetIndexesFailed() int32 {
+	if x != nil {
+		return x.IndexesFailed
+	}
+	return 0
+}
+
+func (x *SyncMetrics) GetBackoffLimit() string {
+	if x != nil {
+		return x.BackoffLimit
+	}
+	return ""
+}
+
 var File_jobplane_v1_plan_proto protoreflect.FileDescriptor
 
 const file_jobplane_v1_plan_proto_rawDesc = "" +
@@ -1148,7 +1178,7 @@ const file_jobplane_v1_plan_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"@\n" +
 	"\rRequeueAction\x12/\n" +
-	"\x05after\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x05after\"\xba\x03\n" +
+	"\x05after\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x05after\"\xb3\x04\n" +
 	"\vSyncMetrics\x12'\n" +
 	"\x0fcompletion_mode\x18\x01 \x01(\tR\x0ecompletionMode\x12\x1f\n" +
 	"\vsync_action\x18\x02 \x01(\tR\n" +
@@ -1158,7 +1188,11 @@ const file_jobplane_v1_plan_proto_rawDesc = "" +
 	"\x0ffinished_reason\x18\x05 \x01(\tR\x0efinishedReason\x12%\n" +
 	"\x0epods_succeeded\x18\x06 \x01(\x05R\rpodsSucceeded\x12\x1f\n" +
 	"\vpods_failed\x18\a \x01(\x05R\n" +
-	"podsFailed\x1aL\n" +
+	"podsFailed\x12+\n" +
+	"\x11indexes_succeeded\x18\b \x01(\x05R\x10indexesSucceeded\x12%\n" +
+	"\x0eindexes_failed\x18\t \x01(\x05R\rindexesFailed\x12#\n" +
+	"\rbackoff_limit\x18\n" +
+	" \x01(\tR\fbackoffLimit\x1aL\n" +
 	"\x1ePodFailuresByPolicyActionEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01B\xa2\x01\n" +

@@ -340,7 +340,7 @@ func (x *ValidateJobRequest) GetJob() *Job {
 // ValidateJobResponse is returned when the Job is valid.
 type ValidateJobResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The Job with the API server's defaults applied.
+	// The Job with the batch/v1 Job defaults applied.
 	Job           *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

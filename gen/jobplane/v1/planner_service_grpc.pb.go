@@ -47,8 +47,10 @@ type PlannerServiceClient interface {
 	//
 	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller.
 	StreamPlanSync(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StreamPlanSyncRequest, StreamPlanSyncResponse], error)
-	// ValidateJob checks a Job as the API server's Job validation would and
-	// returns it with the API server's defaults applied.
+	// ValidateJob checks a Job as the API server's Job validation would on
+	// creation (generating the selector, name and UID it would generate) and
+	// returns it with the batch/v1 Job defaults applied; the pod template's
+	// own defaults are the API server's business.
 	//
 	// Errors: INVALID_ARGUMENT with google.rpc.BadRequest field violations
 	// whose paths are the Kubernetes JSON paths ("job.spec.parallelism",
@@ -120,8 +122,10 @@ type PlannerServiceServer interface {
 	//
 	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller.
 	StreamPlanSync(grpc.BidiStreamingServer[StreamPlanSyncRequest, StreamPlanSyncResponse]) error
-	// ValidateJob checks a Job as the API server's Job validation would and
-	// returns it with the API server's defaults applied.
+	// ValidateJob checks a Job as the API server's Job validation would on
+	// creation (generating the selector, name and UID it would generate) and
+	// returns it with the batch/v1 Job defaults applied; the pod template's
+	// own defaults are the API server's business.
 	//
 	// Errors: INVALID_ARGUMENT with google.rpc.BadRequest field violations
 	// whose paths are the Kubernetes JSON paths ("job.spec.parallelism",

@@ -116,6 +116,12 @@ type Metrics struct {
 	FinishedReason string
 	PodsSucceeded  int32
 	PodsFailed     int32
+	// IndexesSucceeded and IndexesFailed are the increments of
+	// job_finished_indexes_total for Indexed Jobs, labelled BackoffLimit
+	// ("perIndex" or "global").
+	IndexesSucceeded int32
+	IndexesFailed    int32
+	BackoffLimit     string
 }
 
 // Sync action labels of the job_syncs_total metric.

@@ -30,3 +30,27 @@ func TestLastSuccessCompletesTheJobInOneSync(t *testing.T) {
 		t.Errorf("events %v", o.Events)
 	}
 }
+
+// job_finished_indexes_total: succeeded indexes for every Indexed Job, failed
+// indexes with backoffLimitPerIndex, labelled by the kind of backoff limit.
+func TestFinishedIndexesMetric(t *testing.T) {
+	job := newJob(2, 4, indexed(), backoffLimitPerIndex(0))
+	p := runSync(t, job, []*corev1.Pod{
+		newPod("a", index(0), succeeded),
+		newPod("b", index(1), failed, failureCount(0)),
+	})
+	m := p.Metrics
+	if m.IndexesSucceeded != 1 || m.IndexesFailed != 1 || m.BackoffLimit != "perIndex" {
+		t.Errorf("metrics %+v", m)
+	}
+
+	p = runSync(t, newJob(2, 4, indexed()), []*corev1.Pod{newPod("a", index(0), succeeded)})
+	if m := p.Metrics; m.IndexesSucceeded != 1 || m.IndexesFailed != 0 || m.BackoffLimit != "global" {
+		t.Errorf("metrics %+v", m)
+	}
+
+	p = runSync(t, newJob(2, 4), []*corev1.Pod{newPod("a", succeeded)})
+	if m := p.Metrics; m.IndexesSucceeded != 0 || m.BackoffLimit != "" || m.PodsSucceeded != 1 {
+		t.Errorf("metrics %+v", m)
+	}
+}

@@ -266,6 +266,16 @@ func (c *syncCtx) recordPodsFinished() {
 	if c.indexed {
 		// The last write's completedIndexes are succeededIndexes.
 		c.plan.Metrics.PodsSucceeded = int32(c.succeededIndexes.total() - c.prevSucceededIndexes.total())
+		c.plan.Metrics.IndexesSucceeded = c.plan.Metrics.PodsSucceeded
+		c.plan.Metrics.BackoffLimit = "global"
+		if hasBackoffLimitPerIndex(c.job) {
+			c.plan.Metrics.BackoffLimit = "perIndex"
+			var before int
+			if c.startStatus.FailedIndexes != nil {
+				before = parseIndexes(*c.startStatus.FailedIndexes, c.completions).total()
+			}
+			c.plan.Metrics.IndexesFailed = int32(max(c.failedIndexes.total()-before, 0))
+		}
 	} else {
 		c.plan.Metrics.PodsSucceeded = written.Succeeded - c.startStatus.Succeeded
 	}

@@ -95,6 +95,9 @@ func planToProto(p *engine.Plan) *jobplanev1.SyncPlan {
 			FinishedReason:            p.Metrics.FinishedReason,
 			PodsSucceeded:             p.Metrics.PodsSucceeded,
 			PodsFailed:                p.Metrics.PodsFailed,
+			IndexesSucceeded:          p.Metrics.IndexesSucceeded,
+			IndexesFailed:             p.Metrics.IndexesFailed,
+			BackoffLimit:              p.Metrics.BackoffLimit,
 		},
 		Actions: make([]*jobplanev1.Action, len(p.Actions)),
 	}

@@ -18,6 +18,10 @@ import (
 
 // Limits of the API server's Job validation.
 const (
+	// maxGeneratedNameLength is the longest generateName prefix the API
+	// server keeps before adding its random suffix.
+	maxGeneratedNameLength = 58
+
 	maxParallelismForIndexedJob             = 100_000
 	maxFailedIndexesForIndexedJob           = 100_000
 	completionsSoftLimit                    = 100_000
@@ -58,10 +62,15 @@ func ValidateJob(job *batchv1.Job) field.ErrorList {
 		// The API server assigns the UID before validating; any will do.
 		job.UID = "00000000-0000-0000-0000-000000000000"
 	}
+	if job.Name == "" && job.GenerateName != "" {
+		// So does it the name, from generateName and five random characters.
+		job.Name = job.GenerateName[:min(len(job.GenerateName), maxGeneratedNameLength)] + "xxxxx"
+	}
 	if job.Spec.ManualSelector == nil || !*job.Spec.ManualSelector {
 		generateSelector(job)
 	}
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&job.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	allErrs = append(allErrs, validateKubeFinalizerNames(job.Finalizers, field.NewPath("metadata", "finalizers"))...)
 	allErrs = append(allErrs, validateGeneratedSelector(job)...)
 	allErrs = append(allErrs, validateJobSpecWithSelector(&job.Spec, field.NewPath("spec"))...)
 	if isIndexed(&job.Spec) && job.Spec.Completions != nil && *job.Spec.Completions > 0 {
@@ -70,6 +79,22 @@ func ValidateJob(job *batchv1.Job) field.ErrorList {
 		if errs := utilvalidation.IsDNS1123Label(maxHostname); len(errs) > 0 {
 			allErrs = append(allErrs, field.Invalid(field.NewPath("metadata", "name"), job.Name,
 				fmt.Sprintf("will not able to create pod with invalid DNS label: %s", maxHostname)))
+		}
+	}
+	return allErrs
+}
+
+// standardFinalizers are the finalizer names core/v1 allows without a
+// domain.
+var standardFinalizers = []string{"kubernetes", metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents}
+
+// validateKubeFinalizerNames: a finalizer name without a '/' must be a
+// standard one, as core's object metadata validation requires.
+func validateKubeFinalizerNames(finalizers []string, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, f := range finalizers {
+		if !strings.Contains(f, "/") && !slices.Contains(standardFinalizers, f) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Index(i), f, "name is neither a standard finalizer name nor is it fully qualified"))
 		}
 	}
 	return allErrs
@@ -192,6 +217,10 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList
 
 	restartPolicy := spec.Template.Spec.RestartPolicy
 	restartPath := fldPath.Child("template", "spec", "restartPolicy")
+	if restartPolicy != "" && !slices.Contains([]corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}, restartPolicy) {
+		// The pod spec's own check, before the Job's.
+		allErrs = append(allErrs, field.NotSupported(restartPath, restartPolicy, []corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}))
+	}
 	switch {
 	case restartPolicy == corev1.RestartPolicyAlways || restartPolicy == "":
 		allErrs = append(allErrs, field.Required(restartPath, fmt.Sprintf("valid values: %q, %q", corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)))
@@ -240,7 +269,7 @@ func validateCompletionMode(spec *batchv1.JobSpec, fldPath *field.Path) field.Er
 			}
 		}
 	}
-	if !isIndexed(spec) {
+	if spec.CompletionMode == nil || *spec.CompletionMode == batchv1.NonIndexedCompletion {
 		if spec.BackoffLimitPerIndex != nil {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("backoffLimitPerIndex"), *spec.BackoffLimitPerIndex, "requires indexed completion mode"))
 		}

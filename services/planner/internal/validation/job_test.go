@@ -72,6 +72,12 @@ func TestValidJobsPass(t *testing.T) {
 			j.Spec.Template.Labels = map[string]string{"app": "x"}
 		},
 		"zero parallelism": func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](0) },
+		"standard and qualified finalizers": func(j *batchv1.Job) { j.Finalizers = []string{"orphan", "example.com/keep"} },
+		"indexed job named by generateName": func(j *batchv1.Job) {
+			j.Name = ""
+			j.GenerateName = "myjob-"
+			indexedJob(3)(j)
+		},
 	}
 	for name, edit := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -236,6 +242,8 @@ func TestInvalidJobsAreRejectedWithTheAPIServersFieldPaths(t *testing.T) {
 			indexedJob(1000)(j)
 		}, "metadata.name", "will not able to create pod with invalid DNS label"},
 		{"invalid template label", func(j *batchv1.Job) { j.Spec.Template.Labels = map[string]string{"bad key!": "v"} }, "spec.template.labels", "Invalid value"},
+		{"finalizer neither standard nor qualified", func(j *batchv1.Job) { j.Finalizers = []string{"foo"} }, "metadata.finalizers[0]", "name is neither a standard finalizer name nor is it fully qualified"},
+		{"unknown restart policy fails the pod spec check too", func(j *batchv1.Job) { j.Spec.Template.Spec.RestartPolicy = "Bogus" }, "spec.template.spec.restartPolicy", `supported values: "Always", "OnFailure", "Never"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -250,6 +258,21 @@ func TestInvalidJobsAreRejectedWithTheAPIServersFieldPaths(t *testing.T) {
 			}
 			t.Errorf("no %s error containing %q in %v", tc.field, tc.message, errs.ToAggregate())
 		})
+	}
+}
+
+// An unknown completion mode is reported alone, not with the per-index
+// fields that need the Indexed mode.
+func TestUnknownCompletionModeIsTheOnlyError(t *testing.T) {
+	job := validJob()
+	job.Spec.CompletionMode = ptr.To(batchv1.CompletionMode("Foo"))
+	job.Spec.Completions = ptr.To[int32](3)
+	job.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+	job.Spec.MaxFailedIndexes = ptr.To[int32](1)
+	DefaultJob(job)
+	errs := ValidateJob(job)
+	if len(errs) != 1 || errs[0].Field != "spec.completionMode" {
+		t.Errorf("errors %v", errs.ToAggregate())
 	}
 }
 
