@@ -1,5 +1,5 @@
-// Package grpctest serves a jobplane gRPC server in process, over bufconn, for
-// tests: the same chassis as production, without a port.
+// Package grpctest serves a jobplane gRPC server in process for tests and
+// benchmarks: the same chassis as production, over bufconn or loopback TCP.
 package grpctest
 
 import (
@@ -26,8 +26,26 @@ type Server struct {
 }
 
 // Start serves a server with default configuration on which register has
-// registered the services; it stops when the test ends.
+// registered the services, over bufconn; it stops when the test ends.
 func Start(t testing.TB, register func(*grpcserver.Server)) *Server {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	return start(t, register, lis, "passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+}
+
+// StartTCP is Start over a real loopback TCP connection, for benchmarks that
+// must pay what a network client pays.
+func StartTCP(t testing.TB, register func(*grpcserver.Server)) *Server {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listening for gRPC: %v", err)
+	}
+	return start(t, register, lis, lis.Addr().String())
+}
+
+func start(t testing.TB, register func(*grpcserver.Server), lis net.Listener, target string, dialOpts ...grpc.DialOption) *Server {
 	t.Helper()
 	cfg := grpcserver.Defaults("127.0.0.1:0", "127.0.0.1:0")
 	cfg.ShutdownDrain = 0
@@ -37,7 +55,6 @@ func Start(t testing.TB, register func(*grpcserver.Server)) *Server {
 	}
 	register(srv)
 
-	lis := bufconn.Listen(1 << 20)
 	metricsLis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listening for metrics: %v", err)
@@ -46,13 +63,12 @@ func Start(t testing.TB, register func(*grpcserver.Server)) *Server {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, lis, metricsLis) }()
 
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+	conn, err := grpc.NewClient(target, append(dialOpts,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxSendMsgBytes), grpc.MaxCallSendMsgSize(cfg.MaxRecvMsgBytes)),
-	)
+	)...)
 	if err != nil {
-		t.Fatalf("dialing bufconn: %v", err)
+		t.Fatalf("dialing %s: %v", target, err)
 	}
 	t.Cleanup(func() {
 		conn.Close()

@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/services/planner/internal/svc"
 )
 
@@ -67,33 +64,13 @@ func benchRequest(b *testing.B) *jobplanev1.PlanSyncRequest {
 	return req
 }
 
-// serve starts a chassis server on loopback with one planner implementation
-// and returns a client.
+// serve starts a chassis server on loopback TCP with one planner
+// implementation and returns a client.
 func serve(b *testing.B, impl jobplanev1.PlannerServiceServer) jobplanev1.PlannerServiceClient {
-	cfg := grpcserver.Defaults("127.0.0.1:0", "")
-	cfg.ShutdownDrain = 0
-	srv, err := grpcserver.New(cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv.RegisterService(&jobplanev1.PlannerService_ServiceDesc, impl)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, lis, nil) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		conn.Close()
-		cancel()
-		<-done
+	srv := grpctest.StartTCP(b, func(s *grpcserver.Server) {
+		s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, impl)
 	})
-	return jobplanev1.NewPlannerServiceClient(conn)
+	return jobplanev1.NewPlannerServiceClient(srv.Conn)
 }
 
 // BenchmarkPlanSyncGRPC measures plans per second over loopback gRPC for a

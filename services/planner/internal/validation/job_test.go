@@ -71,7 +71,7 @@ func TestValidJobsPass(t *testing.T) {
 			j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
 			j.Spec.Template.Labels = map[string]string{"app": "x"}
 		},
-		"zero parallelism": func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](0) },
+		"zero parallelism":                  func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](0) },
 		"standard and qualified finalizers": func(j *batchv1.Job) { j.Finalizers = []string{"orphan", "example.com/keep"} },
 		"indexed job named by generateName": func(j *batchv1.Job) {
 			j.Name = ""

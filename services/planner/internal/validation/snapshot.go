@@ -123,12 +123,12 @@ func checkJob(job *jobplanev1.Job, v *apierr.Violations) string {
 		uids []string
 	}{{"succeeded", u.GetSucceeded()}, {"failed", u.GetFailed()}} {
 		for i, uid := range list.uids {
-			path := fmt.Sprintf("job.status.uncountedTerminatedPods.%s[%d]", list.name, i)
+			path := func() string { return fmt.Sprintf("job.status.uncountedTerminatedPods.%s[%d]", list.name, i) }
 			switch {
 			case uid == "":
-				v.Add(path, "Invalid value: \"\": must not be empty")
+				v.Add(path(), "Invalid value: \"\": must not be empty")
 			case seen[uid]:
-				v.Add(path, "Duplicate value: %q", uid)
+				v.Add(path(), "Duplicate value: %q", uid)
 			default:
 				seen[uid] = true
 			}
@@ -144,23 +144,25 @@ func checkPods(pods []*jobplanev1.Pod, jobUID, namespace string, v *apierr.Viola
 	}
 	seen := make(map[string]int, len(pods))
 	for i, p := range pods {
-		path := fmt.Sprintf("pods[%d]", i)
+		// Paths are built only for violations: this loop runs on every pod
+		// of every snapshot.
+		path := func(field string) string { return fmt.Sprintf("pods[%d].metadata.%s", i, field) }
 		meta := p.GetMetadata()
 		if meta.GetName() == "" {
-			v.Add(path+".metadata.name", "Required value")
+			v.Add(path("name"), "Required value")
 		}
 		if uid := meta.GetUid(); uid == "" {
-			v.Add(path+".metadata.uid", "Required value")
+			v.Add(path("uid"), "Required value")
 		} else if first, dup := seen[uid]; dup {
-			v.Add(path+".metadata.uid", "Duplicate value: %q (also pods[%d])", uid, first)
+			v.Add(path("uid"), "Duplicate value: %q (also pods[%d])", uid, first)
 		} else {
 			seen[uid] = i
 		}
 		if ns := meta.GetNamespace(); ns != "" && namespace != "" && ns != namespace {
-			v.Add(path+".metadata.namespace", "Invalid value: %q: the Job is in namespace %q", ns, namespace)
+			v.Add(path("namespace"), "Invalid value: %q: the Job is in namespace %q", ns, namespace)
 		}
 		if jobUID != "" && !controlledBy(meta, jobUID) {
-			v.Add(path+".metadata.ownerReferences", "Invalid value: the pod has no controller owner reference to the Job (uid %s)", jobUID)
+			v.Add(path("ownerReferences"), "Invalid value: the pod has no controller owner reference to the Job (uid %s)", jobUID)
 		}
 	}
 }
