@@ -15,18 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// DefaultTrackingFinalizer is jobplane's pod tracking finalizer; the built-in
-// controller's batch.kubernetes.io/job-tracking is not ours to remove.
-const DefaultTrackingFinalizer = "jobplane.dev/job-tracking"
-
 // Limits and delays of the reference.
 const (
 	// MaxUncountedPods bounds status.uncountedTerminatedPods (about 20 KB).
 	MaxUncountedPods = 500
 	// MaxPodCreateDeletePerSync bounds the pods created or deleted per sync.
 	MaxPodCreateDeletePerSync = 500
-	// ExpectationsTimeout: older expectations count as satisfied.
-	ExpectationsTimeout = 5 * time.Minute
 	// SyncJobBatchPeriod is the shortest delay of a requeue.
 	SyncJobBatchPeriod = time.Second
 )
@@ -48,21 +42,6 @@ type Snapshot struct {
 	Backoff *BackoffRecord
 	// TrackingFinalizer is the pod tracking finalizer's name.
 	TrackingFinalizer string
-}
-
-// Expectations are pod creations and deletions issued and not yet observed.
-type Expectations struct {
-	PendingCreations int32
-	PendingDeletions int32
-	// RecordedAt is when they were set; zero means now.
-	RecordedAt time.Time
-}
-
-func (e Expectations) satisfied(now time.Time) bool {
-	if e.PendingCreations <= 0 && e.PendingDeletions <= 0 {
-		return true
-	}
-	return !e.RecordedAt.IsZero() && now.Sub(e.RecordedAt) > ExpectationsTimeout
 }
 
 // syncCtx is the state of one sync (the reference's syncJobCtx).
@@ -106,7 +85,7 @@ func Sync(s *Snapshot) *Plan {
 	}
 	if mode := s.Job.Spec.CompletionMode; mode != nil && *mode != batchv1.NonIndexedCompletion && *mode != batchv1.IndexedCompletion {
 		plan.Summary = fmt.Sprintf("Unknown completion mode %q; the sync is skipped.", *mode)
-		plan.event(corev1.EventTypeWarning, "UnknownCompletionMode", "Skipped Job sync because completion mode is unknown")
+		addEvent(plan, corev1.EventTypeWarning, "UnknownCompletionMode", "Skipped Job sync because completion mode is unknown")
 		return plan
 	}
 	c := newSyncCtx(s, plan)
@@ -158,7 +137,7 @@ func newSyncCtx(s *Snapshot, plan *Plan) *syncCtx {
 // sync is the reference's syncJob after its early returns.
 func (c *syncCtx) sync(s *Snapshot) {
 	job := c.job
-	satisfiedExpectations := s.Expectations.satisfied(c.now)
+	satisfiedExpectations := s.Expectations.Satisfied(c.now)
 
 	c.activePods = filterPods(c.pods, (*pod).active)
 	c.ready = countPods(c.activePods, (*pod).isReady)
@@ -198,7 +177,7 @@ func (c *syncCtx) sync(s *Snapshot) {
 			c.finishedCondition = c.failureCondition(batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline")
 		case job.Spec.ActiveDeadlineSeconds != nil && !jobSuspended(job):
 			left := time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second - c.now.Sub(job.Status.StartTime.Time)
-			c.plan.requeue(left, "ActiveDeadline",
+			addRequeue(c.plan, left, "ActiveDeadline",
 				fmt.Sprintf("Sync again when the active deadline of %ds is reached, in %s.", *job.Spec.ActiveDeadlineSeconds, left))
 		}
 	}
@@ -272,14 +251,14 @@ func (c *syncCtx) updateSuspendedCondition() bool {
 	if jobSuspended(job) {
 		job.Status.Conditions, updated = ensureJobConditionStatus(job.Status.Conditions, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended", c.now)
 		if updated {
-			c.plan.event(corev1.EventTypeNormal, "Suspended", "Job suspended")
+			addEvent(c.plan, corev1.EventTypeNormal, "Suspended", "Job suspended")
 			job.Status.StartTime = nil
 		}
 		return updated
 	}
 	job.Status.Conditions, updated = ensureJobConditionStatus(job.Status.Conditions, batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", "Job resumed", c.now)
 	if updated {
-		c.plan.event(corev1.EventTypeNormal, "Resumed", "Job resumed")
+		addEvent(c.plan, corev1.EventTypeNormal, "Resumed", "Job resumed")
 		// activeDeadlineSeconds counts continuous activity: it restarts now.
 		job.Status.StartTime = timePtr(c.now)
 	}
@@ -394,9 +373,9 @@ func (c *syncCtx) deleteActivePods() (deleted, deletedReady int32) {
 		return 0, 0
 	}
 	cond := c.finishedCondition
-	c.plan.add(DeletePods{
-		Because: Because{cond.Reason, fmt.Sprintf("The Job met its %s criterion (%s): its active pods (%d) are deleted, keeping their tracking finalizers so they are counted once terminal.",
-			cond.Type, cond.Reason, len(c.activePods))},
+	c.plan.Add(DeletePods{
+		Because: because(cond.Reason, fmt.Sprintf("The Job met its %s criterion (%s): its active pods (%d) are deleted, keeping their tracking finalizers so they are counted once terminal.",
+			cond.Type, cond.Reason, len(c.activePods))),
 		Pods: c.podRefs(c.activePods),
 	})
 	return int32(len(c.activePods)), countPods(c.activePods, (*pod).isReady)

@@ -9,18 +9,16 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 )
 
-func (p *Plan) add(a Action) { p.Actions = append(p.Actions, a) }
-
-func (p *Plan) event(eventType, reason, message string) {
-	p.add(RecordEvent{
-		Because: Because{reason, fmt.Sprintf("Record a %s event %s on the Job.", eventType, reason)},
+func addEvent(p *Plan, eventType, reason, message string) {
+	p.Add(RecordEvent{
+		Because: because(reason, fmt.Sprintf("Record a %s event %s on the Job.", eventType, reason)),
 		Type:    eventType,
 		Message: message,
 	})
 }
 
-func (p *Plan) requeue(after time.Duration, reason, explanation string) {
-	p.add(Requeue{Because: Because{reason, explanation}, After: after})
+func addRequeue(p *Plan, after time.Duration, reason, explanation string) {
+	p.Add(Requeue{Because: because(reason, explanation), After: after})
 }
 
 // describeStatusChange lists, for a person, what differs between two

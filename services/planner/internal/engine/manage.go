@@ -75,7 +75,7 @@ func (c *syncCtx) manageJob() int32 {
 	c.plan.Metrics.SyncAction = SyncActionPodsCreated
 	if !hasBackoffLimitPerIndex(job) {
 		if wait := remainingBackoff(c.now, c.newBackoffRecord.FailuresAfterLastSuccess, c.newBackoffRecord.LastFailureTime); wait > 0 {
-			c.plan.requeue(max(wait, SyncJobBatchPeriod), "PodFailureBackoff", fmt.Sprintf(
+			addRequeue(c.plan, max(wait, SyncJobBatchPeriod), "PodFailureBackoff", fmt.Sprintf(
 				"Pods missing: %d, but pod failures since the last success: %d; new pods wait %s for the failure backoff.",
 				diff, c.newBackoffRecord.FailuresAfterLastSuccess, wait))
 			return active
@@ -89,7 +89,7 @@ func (c *syncCtx) manageJob() int32 {
 		if hasBackoffLimitPerIndex(job) {
 			var wait time.Duration
 			if indexes, wait = c.indexesReadyForCreation(indexes); wait > 0 {
-				c.plan.requeue(max(wait, SyncJobBatchPeriod), "IndexFailureBackoff", fmt.Sprintf(
+				addRequeue(c.plan, max(wait, SyncJobBatchPeriod), "IndexFailureBackoff", fmt.Sprintf(
 					"The missing indexes wait for their failure backoff; the first is ready in %s.", wait))
 				return active
 			}
@@ -99,9 +99,9 @@ func (c *syncCtx) manageJob() int32 {
 	if diff == 0 {
 		return active
 	}
-	c.plan.add(CreatePods{
-		Because: Because{"TooFewActivePods", fmt.Sprintf("Active pods: %d (terminating: %d), wanted: %d; creating %d.",
-			active, c.terminating, wantActive, diff)},
+	c.plan.Add(CreatePods{
+		Because: because("TooFewActivePods", fmt.Sprintf("Active pods: %d (terminating: %d), wanted: %d; creating %d.",
+			active, c.terminating, wantActive, diff)),
 		Pods:           c.podsToCreate(int(diff), indexes),
 		CreationReason: c.creationReason(),
 	})
@@ -114,8 +114,8 @@ func (c *syncCtx) deleteJobPods(pods []*pod, reason, explanation string) {
 	if len(pods) == 0 {
 		return
 	}
-	c.plan.add(DeletePods{
-		Because:                 Because{reason, explanation},
+	c.plan.Add(DeletePods{
+		Because:                 because(reason, explanation),
 		Pods:                    c.podRefs(pods),
 		RemoveTrackingFinalizer: true,
 		ExpectDeletions:         true,

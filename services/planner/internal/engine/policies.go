@@ -157,14 +157,6 @@ const (
 	maxPodFailureBackoff     = 10 * time.Minute
 )
 
-// BackoffRecord is the executor's memory of recent pod failures of a Job.
-type BackoffRecord struct {
-	// FailuresAfterLastSuccess counts pod failures since the last success.
-	FailuresAfterLastSuccess int32
-	// LastFailureTime is when the latest of them happened.
-	LastFailureTime *time.Time
-}
-
 // nextBackoffRecord folds the newly finished pods into the record.
 func nextBackoffRecord(old BackoffRecord, newSucceeded, newFailed []*pod) BackoffRecord {
 	rec := old

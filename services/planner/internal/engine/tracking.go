@@ -122,8 +122,8 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 	// Flush, remove finalizers, count.
 	if needsFlush {
 		record := c.newBackoffRecord
-		c.plan.add(WriteStatus{
-			Because:       Because{"AddUncountedPods", "Record the finished pods and conditions before removing finalizers: " + describeStatusChange(&c.startStatus, &job.Status) + "."},
+		c.plan.Add(WriteStatus{
+			Because:       because("AddUncountedPods", "Record the finished pods and conditions before removing finalizers: "+describeStatusChange(&c.startStatus, &job.Status)+"."),
 			Status:        *job.Status.DeepCopy(),
 			BackoffRecord: &record,
 		})
@@ -131,9 +131,9 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 	}
 	c.plan.Metrics.PodFailuresByPolicyAction = failuresByAction
 	if len(podsToRemoveFinalizer) > 0 {
-		c.plan.add(RemoveFinalizers{
-			Because: Because{"PodsFinished", fmt.Sprintf("Pods finished or no longer needed, and recorded in the status: %d; their tracking finalizer %s is removed.",
-				len(podsToRemoveFinalizer), c.finalizer)},
+		c.plan.Add(RemoveFinalizers{
+			Because: because("PodsFinished", fmt.Sprintf("Pods finished or no longer needed, and recorded in the status: %d; their tracking finalizer %s is removed.",
+				len(podsToRemoveFinalizer), c.finalizer)),
 			Pods: c.podRefs(podsToRemoveFinalizer),
 		})
 		for _, p := range podsToRemoveFinalizer {
@@ -153,8 +153,8 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 		if finished {
 			reason, what = "JobFinished", fmt.Sprintf("The Job is %s", c.finishedCondition.Type)
 		}
-		c.plan.add(WriteStatus{
-			Because: Because{reason, what + ": " + describeStatusChange(&beforeCounting, &job.Status) + "."},
+		c.plan.Add(WriteStatus{
+			Because: because(reason, what+": "+describeStatusChange(&beforeCounting, &job.Status)+"."),
 			Status:  *job.Status.DeepCopy(),
 		})
 		if finished {
@@ -242,13 +242,13 @@ func (c *syncCtx) recordJobFinished() {
 	if cond.Type == batchv1.JobComplete {
 		c.plan.Metrics.FinishedResult = "succeeded"
 		if job.Spec.Completions != nil && job.Status.Succeeded > *job.Spec.Completions {
-			c.plan.event(corev1.EventTypeWarning, "TooManySucceededPods", "Too many succeeded pods running after completion count reached")
+			addEvent(c.plan, corev1.EventTypeWarning, "TooManySucceededPods", "Too many succeeded pods running after completion count reached")
 		}
-		c.plan.event(corev1.EventTypeNormal, "Completed", "Job completed")
+		addEvent(c.plan, corev1.EventTypeNormal, "Completed", "Job completed")
 		return
 	}
 	c.plan.Metrics.FinishedResult = "failed"
-	c.plan.event(corev1.EventTypeWarning, cond.Reason, cond.Message)
+	addEvent(c.plan, corev1.EventTypeWarning, cond.Reason, cond.Message)
 }
 
 // recordPodsFinished sets the job_pods_finished_total increments of the

@@ -7,7 +7,6 @@ package sim
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/planner/internal/engine"
 )
 
@@ -181,24 +181,11 @@ func (w *World) perform(a engine.Action) {
 func (w *World) createPod(spec engine.PodToCreate) {
 	w.nextID++
 	name := fmt.Sprintf("%s%05d", spec.GenerateName, w.nextID)
-	tmpl := &w.Job.Spec.Template
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              name,
-			Namespace:         w.Job.Namespace,
-			UID:               types.UID(fmt.Sprintf("pod-uid-%05d", w.nextID)),
-			Labels:            merge(tmpl.Labels, spec.Labels),
-			Annotations:       merge(tmpl.Annotations, spec.Annotations),
-			Finalizers:        append(slices.Clone(tmpl.Finalizers), spec.Finalizers...),
-			CreationTimestamp: metav1.NewTime(w.Now),
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "batch/v1", Kind: "Job", Name: w.Job.Name, UID: w.Job.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec:   corev1.PodSpec{RestartPolicy: tmpl.Spec.RestartPolicy, Hostname: spec.Hostname},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
+	pod := plan.NewPod(w.Job, spec)
+	pod.Name = name
+	pod.UID = types.UID(fmt.Sprintf("pod-uid-%05d", w.nextID))
+	pod.CreationTimestamp = metav1.NewTime(w.Now)
+	pod.Status.Phase = corev1.PodPending
 	index := -1
 	if spec.CompletionIndex != nil {
 		index = int(*spec.CompletionIndex)
@@ -352,16 +339,4 @@ func mainExitCode(pod *corev1.Pod) int32 {
 
 func terminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-func merge(a, b map[string]string) map[string]string {
-	if len(a)+len(b) == 0 {
-		return nil
-	}
-	out := maps.Clone(a)
-	if out == nil {
-		out = map[string]string{}
-	}
-	maps.Copy(out, b)
-	return out
 }

@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
-	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/planner/internal/engine"
 	"github.com/jobplane/jobplane/services/planner/internal/sim"
 )
@@ -23,31 +22,9 @@ import (
 const corpusDir = "testdata/fuzz/FuzzPlanSync"
 
 // requestFromSnapshot is the PlanSync request an executor would send for s.
-func requestFromSnapshot(t testing.TB, s *engine.Snapshot) *jobplanev1.PlanSyncRequest {
-	job, err := kubeconv.JobFromKube(s.Job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &jobplanev1.PlanSyncRequest{Job: job, Now: timestamppb.New(s.Now), TrackingFinalizer: s.TrackingFinalizer}
-	for _, p := range s.Pods {
-		req.Pods = append(req.Pods, kubeconv.PodFromKube(p))
-	}
-	if s.Expectations.PendingCreations != 0 || s.Expectations.PendingDeletions != 0 {
-		req.Expectations = &jobplanev1.Expectations{PendingCreations: s.Expectations.PendingCreations, PendingDeletions: s.Expectations.PendingDeletions}
-		if !s.Expectations.RecordedAt.IsZero() {
-			req.Expectations.RecordedAt = timestamppb.New(s.Expectations.RecordedAt)
-		}
-	}
-	if b := s.Backoff; b != nil {
-		req.BackoffRecord = &jobplanev1.BackoffRecord{FailuresAfterLastSuccess: b.FailuresAfterLastSuccess}
-		if b.LastFailureTime != nil {
-			req.BackoffRecord.LastFailureTime = timestamppb.New(*b.LastFailureTime)
-		}
-	}
-	for _, uid := range s.FinalizerRemovalsInFlight {
-		req.FinalizerRemovalsInFlight = append(req.FinalizerRemovalsInFlight, string(uid))
-	}
-	return req
+func requestFromSnapshot(_ testing.TB, s *engine.Snapshot) *jobplanev1.PlanSyncRequest {
+	state := plan.State{Expectations: s.Expectations, FinalizerRemovalsInFlight: s.FinalizerRemovalsInFlight, Backoff: s.Backoff}
+	return plan.NewRequest(s.Job, s.Pods, state, s.Now, s.TrackingFinalizer)
 }
 
 // simulatedRequests takes every 8th snapshot along lifecycles of each kind.

@@ -12,6 +12,7 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/planner/internal/engine"
 	"github.com/jobplane/jobplane/services/planner/internal/validation"
 )
@@ -40,7 +41,7 @@ func planSync(req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, er
 		return nil, apierr.InvalidArgument("invalid PlanSync snapshot", apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
 	}
 	defer release()
-	return &jobplanev1.PlanSyncResponse{Plan: planToProto(engine.Sync(snap))}, nil
+	return &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(engine.Sync(snap))}, nil
 }
 
 // StreamPlanSync answers each snapshot of the stream with its plan, in

@@ -1,0 +1,56 @@
+package plan
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/kubeconv"
+)
+
+// NewRequest is the PlanSync request of one sync: the Job, the pods it
+// controls, the executor's state and the time. Of the template's spec it
+// carries restartPolicy alone, the only field the sync semantics read, which
+// spares a JSON round trip of the whole PodSpec on every sync.
+func NewRequest(job *batchv1.Job, pods []*corev1.Pod, state State, now time.Time, finalizer string) *jobplanev1.PlanSyncRequest {
+	req := &jobplanev1.PlanSyncRequest{
+		Job:               snapshotJob(job),
+		Pods:              make([]*jobplanev1.Pod, len(pods)),
+		Now:               timestamppb.New(now),
+		TrackingFinalizer: finalizer,
+	}
+	for i, p := range pods {
+		req.Pods[i] = kubeconv.PodFromKube(p)
+	}
+	if e := state.Expectations; e.PendingCreations != 0 || e.PendingDeletions != 0 {
+		req.Expectations = &jobplanev1.Expectations{PendingCreations: e.PendingCreations, PendingDeletions: e.PendingDeletions}
+		if !e.RecordedAt.IsZero() {
+			req.Expectations.RecordedAt = timestamppb.New(e.RecordedAt)
+		}
+	}
+	if b := state.Backoff; b != nil {
+		req.BackoffRecord = BackoffRecordToProto(b)
+	}
+	for _, uid := range state.FinalizerRemovalsInFlight {
+		req.FinalizerRemovalsInFlight = append(req.FinalizerRemovalsInFlight, string(uid))
+	}
+	return req
+}
+
+// snapshotJob converts the Job with a template spec of restartPolicy alone.
+func snapshotJob(job *batchv1.Job) *jobplanev1.Job {
+	spec := job.Spec
+	spec.Template.Spec = corev1.PodSpec{}
+	j := &batchv1.Job{TypeMeta: job.TypeMeta, ObjectMeta: job.ObjectMeta, Spec: spec, Status: job.Status}
+	out, _ := kubeconv.JobFromKube(j) // an empty PodSpec always encodes
+	fields := map[string]*structpb.Value{}
+	if rp := job.Spec.Template.Spec.RestartPolicy; rp != "" {
+		fields["restartPolicy"] = structpb.NewStringValue(string(rp))
+	}
+	out.Spec.Template.Spec = &structpb.Struct{Fields: fields}
+	return out
+}
