@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/jobvalidation"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/planner/internal/engine"
-	"github.com/jobplane/jobplane/services/planner/internal/validation"
 )
 
 // snapshotFromRequest converts a checked PlanSync request for the engine,
@@ -24,7 +24,7 @@ func snapshotFromRequest(req *jobplanev1.PlanSyncRequest) (s *engine.Snapshot, r
 	if err != nil {
 		return nil, nil, err
 	}
-	validation.DefaultJob(job)
+	jobvalidation.DefaultJob(job)
 	s = &engine.Snapshot{
 		Job:               job,
 		Pods:              make([]*corev1.Pod, len(req.GetPods())),

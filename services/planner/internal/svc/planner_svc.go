@@ -11,6 +11,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/jobvalidation"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/planner/internal/engine"
@@ -69,25 +70,13 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 
 // ValidateJob checks a Job as the API server would and returns it defaulted.
 func (s *PlannerService) ValidateJob(_ context.Context, req *jobplanev1.ValidateJobRequest) (*jobplanev1.ValidateJobResponse, error) {
-	const summary = "invalid Job"
-	if req.GetJob() == nil {
-		return nil, apierr.InvalidArgument(summary, apierr.Violation{Field: "job", Description: "Required value"})
-	}
-	job, err := kubeconv.JobToKube(req.GetJob(), kubeconv.FullTemplate)
+	job, err := jobvalidation.Check(req.GetJob(), "job")
 	if err != nil {
-		return nil, apierr.InvalidArgument(summary, apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
-	}
-	validation.DefaultJob(job)
-	var v apierr.Violations
-	for _, e := range validation.ValidateJob(job) {
-		v.Add("job."+e.Field, "%s", e.ErrorBody())
-	}
-	if err := v.Err(summary); err != nil {
 		return nil, err
 	}
 	defaulted, err := kubeconv.JobFromKube(job)
 	if err != nil {
-		return nil, apierr.InvalidArgument(summary, apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
+		return nil, apierr.InvalidArgument("invalid Job", apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
 	}
 	return &jobplanev1.ValidateJobResponse{Job: defaulted}, nil
 }

@@ -1,3 +1,6 @@
+// Package validation holds the planner's checks of a PlanSync snapshot: its
+// shape as an executor observing a cluster would send it. Violations carry
+// Kubernetes JSON paths. A Job's own validation is lib/jobvalidation's.
 package validation
 
 import (
@@ -7,6 +10,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/jobvalidation"
 )
 
 // Bounds of a snapshot, beyond which it is refused rather than planned.
@@ -91,8 +95,8 @@ func checkJob(job *jobplanev1.Job, v *apierr.Violations) string {
 		if spec.Completions == nil {
 			v.Add("job.spec.completions", "Required value: when completion mode is Indexed")
 		}
-		if spec.Parallelism != nil && *spec.Parallelism > maxParallelismForIndexedJob {
-			v.Add("job.spec.parallelism", "Invalid value: %d: must be less than or equal to %d when completion mode is Indexed", *spec.Parallelism, maxParallelismForIndexedJob)
+		if spec.Parallelism != nil && *spec.Parallelism > jobvalidation.MaxParallelismForIndexedJob {
+			v.Add("job.spec.parallelism", "Invalid value: %d: must be less than or equal to %d when completion mode is Indexed", *spec.Parallelism, jobvalidation.MaxParallelismForIndexedJob)
 		}
 	} else if spec.BackoffLimitPerIndex != nil {
 		v.Add("job.spec.backoffLimitPerIndex", "Invalid value: %d: requires indexed completion mode", *spec.BackoffLimitPerIndex)

@@ -1,7 +1,9 @@
-// Package validation holds the planner's checks of its input: the API
-// server's defaulting and validation of a Job (ValidateJob), and the shape of
-// a PlanSync snapshot. Violations carry Kubernetes JSON paths.
-package validation
+// Package jobvalidation is the API server's Job validation and defaulting
+// (batch/v1 SetDefaults_Job and ValidateJob on create, every Job feature
+// enabled), shared by the planner's ValidateJob and the executor's SubmitJob
+// so both refuse what the API server would, with the same Kubernetes JSON
+// paths.
+package jobvalidation
 
 import (
 	"math"

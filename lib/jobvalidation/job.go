@@ -1,4 +1,4 @@
-package validation
+package jobvalidation
 
 import (
 	"fmt"
@@ -22,7 +22,10 @@ const (
 	// server keeps before adding its random suffix.
 	maxGeneratedNameLength = 58
 
-	maxParallelismForIndexedJob             = 100_000
+	// MaxParallelismForIndexedJob is the highest parallelism of an Indexed
+	// Job.
+	MaxParallelismForIndexedJob = 100_000
+
 	maxFailedIndexesForIndexedJob           = 100_000
 	completionsSoftLimit                    = 100_000
 	parallelismLimitForHighCompletions      = 10_000
@@ -243,9 +246,9 @@ func validateCompletionMode(spec *batchv1.JobSpec, fldPath *field.Path) field.Er
 			if spec.Completions == nil {
 				allErrs = append(allErrs, field.Required(fldPath.Child("completions"), fmt.Sprintf("when completion mode is %s", batchv1.IndexedCompletion)))
 			}
-			if spec.Parallelism != nil && *spec.Parallelism > maxParallelismForIndexedJob {
+			if spec.Parallelism != nil && *spec.Parallelism > MaxParallelismForIndexedJob {
 				allErrs = append(allErrs, field.Invalid(fldPath.Child("parallelism"), *spec.Parallelism,
-					fmt.Sprintf("must be less than or equal to %d when completion mode is %s", maxParallelismForIndexedJob, batchv1.IndexedCompletion)))
+					fmt.Sprintf("must be less than or equal to %d when completion mode is %s", MaxParallelismForIndexedJob, batchv1.IndexedCompletion)))
 			}
 			if spec.Completions != nil && spec.MaxFailedIndexes != nil && *spec.MaxFailedIndexes > *spec.Completions {
 				allErrs = append(allErrs, field.Invalid(fldPath.Child("maxFailedIndexes"), *spec.MaxFailedIndexes, "must be less than or equal to completions"))

@@ -1,0 +1,82 @@
+package jobvalidation
+
+import (
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
+)
+
+func contractJob(t *testing.T) *jobplanev1.Job {
+	t.Helper()
+	spec, err := structpb.NewStruct(map[string]any{
+		"restartPolicy": "Never",
+		"containers":    []any{map[string]any{"name": "main", "image": "busybox"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &jobplanev1.Job{
+		Metadata: &jobplanev1.ObjectMeta{Name: "work", Namespace: "default"},
+		Spec:     &jobplanev1.JobSpec{Template: &jobplanev1.PodTemplateSpec{Spec: spec}},
+	}
+}
+
+func TestCheckReturnsTheJobDefaulted(t *testing.T) {
+	job, err := Check(contractJob(t), "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *job.Spec.Completions != 1 || *job.Spec.Parallelism != 1 || *job.Spec.BackoffLimit != 6 || len(job.Spec.Template.Spec.Containers) != 1 {
+		t.Errorf("not defaulted or template lost: %+v", job.Spec)
+	}
+	if job.Spec.Selector != nil || job.Spec.Template.Labels != nil {
+		t.Errorf("the selector and its labels are the API server's to generate: %+v", job.Spec)
+	}
+}
+
+func TestCheckReportsViolationsUnderTheGivenField(t *testing.T) {
+	cases := map[string]struct {
+		job  func(*jobplanev1.Job) *jobplanev1.Job
+		want []string
+	}{
+		"no job": {
+			job:  func(*jobplanev1.Job) *jobplanev1.Job { return nil },
+			want: []string{"req.job"},
+		},
+		"negative parallelism": {
+			job: func(j *jobplanev1.Job) *jobplanev1.Job {
+				j.Spec.Parallelism = proto.Int32(-1)
+				return j
+			},
+			want: []string{"req.job.spec.parallelism"},
+		},
+		"template spec that is not a pod spec": {
+			job: func(j *jobplanev1.Job) *jobplanev1.Job {
+				j.Spec.Template.Spec.Fields["containers"] = structpb.NewStringValue("main")
+				return j
+			},
+			want: []string{"req.job.spec.template.spec"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Check(tc.job(contractJob(t)), "req.job")
+			if status.Code(err) != codes.InvalidArgument {
+				t.Fatalf("got %v, want InvalidArgument", err)
+			}
+			var got []string
+			for _, v := range apierr.FieldViolations(err) {
+				got = append(got, v.Field)
+			}
+			if len(got) != len(tc.want) || got[0] != tc.want[0] {
+				t.Errorf("violations %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
