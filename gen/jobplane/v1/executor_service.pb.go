@@ -696,8 +696,14 @@ type WatchJobsRequest struct {
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// Kubernetes label selector.
 	LabelSelector string `protobuf:"bytes,2,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Where to start. Empty: the current state of each matching Job as ADDED
+	// events, then every change. Set (a resource_version of an earlier
+	// response): every change after it, as a Kubernetes watch resumes; a
+	// version the API server no longer holds answers OUT_OF_RANGE so the
+	// client relists.
+	ResourceVersion string `protobuf:"bytes,3,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *WatchJobsRequest) Reset() {
@@ -744,15 +750,25 @@ func (x *WatchJobsRequest) GetLabelSelector() string {
 	return ""
 }
 
+func (x *WatchJobsRequest) GetResourceVersion() string {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return ""
+}
+
 // WatchJobsResponse is one change of one Job.
 type WatchJobsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "ADDED", "MODIFIED" or "DELETED".
 	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	// The Job after the change (before it, for DELETED).
-	Job           *Job `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Job *Job `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
+	// The Job's metadata.resourceVersion after the change: the version to
+	// resume the watch from.
+	ResourceVersion string `protobuf:"bytes,3,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *WatchJobsResponse) Reset() {
@@ -797,6 +813,13 @@ func (x *WatchJobsResponse) GetJob() *Job {
 		return x.Job
 	}
 	return nil
+}
+
+func (x *WatchJobsResponse) GetResourceVersion() string {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return ""
 }
 
 // DeleteJobRequest names the Job to delete.
@@ -954,13 +977,15 @@ const file_jobplane_v1_executor_service_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\"`\n" +
 	"\x10ListJobsResponse\x12$\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x10.jobplane.v1.JobR\x04jobs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"W\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x82\x01\n" +
 	"\x10WatchJobsRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12%\n" +
-	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\"K\n" +
+	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\x12)\n" +
+	"\x10resource_version\x18\x03 \x01(\tR\x0fresourceVersion\"v\n" +
 	"\x11WatchJobsResponse\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\"\n" +
-	"\x03job\x18\x02 \x01(\v2\x10.jobplane.v1.JobR\x03job\"\x85\x01\n" +
+	"\x03job\x18\x02 \x01(\v2\x10.jobplane.v1.JobR\x03job\x12)\n" +
+	"\x10resource_version\x18\x03 \x01(\tR\x0fresourceVersion\"\x85\x01\n" +
 	"\x10DeleteJobRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +

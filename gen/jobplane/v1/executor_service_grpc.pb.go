@@ -35,6 +35,12 @@ const (
 // ExecutorService runs Jobs whose spec.managedBy is "jobplane.dev/executor" on
 // a Kubernetes cluster: it watches them and their pods, asks the planner what
 // to do and does it. Only the executor writes those Jobs' pods and status.
+//
+// Reads (GetJob, ListJobs, WatchJobs) are served by every replica. Writes
+// (SubmitJob, Execute, SyncJob, DeleteJob) are served by the replica holding
+// the leader Lease; any other answers UNAVAILABLE with an ErrorInfo whose
+// reason is NOT_LEADER and whose metadata "leader" names the holder when
+// known.
 type ExecutorServiceClient interface {
 	// SubmitJob creates a Job managed by jobplane. It is idempotent: submitting
 	// a Job whose namespace/name exists with the same spec returns the existing
@@ -43,40 +49,55 @@ type ExecutorServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT (field violations) for an invalid Job or one
 	// managed by another controller; ALREADY_EXISTS when a different Job of
-	// that name exists; UNAVAILABLE when the API server cannot be reached.
+	// that name exists (the message says what differs); UNAVAILABLE when the
+	// API server cannot be reached or this replica does not lead.
 	SubmitJob(ctx context.Context, in *SubmitJobRequest, opts ...grpc.CallOption) (*SubmitJobResponse, error)
 	// Execute performs a given plan for a Job, in order, stopping at the first
 	// action that fails, and reports the outcome of each action.
 	//
 	// Errors: NOT_FOUND when the Job does not exist; FAILED_PRECONDITION when
 	// its UID differs from the one given or it is not managed by jobplane;
-	// INVALID_ARGUMENT for a malformed plan.
+	// INVALID_ARGUMENT for a malformed plan or a missing namespace, name or
+	// uid; UNAVAILABLE when this replica does not lead.
 	Execute(ctx context.Context, in *ExecuteRequest, opts ...grpc.CallOption) (*ExecuteResponse, error)
 	// SyncJob syncs a Job now: snapshot, plan, execute. It returns the plan and
 	// what became of each action.
 	//
 	// Errors: NOT_FOUND; FAILED_PRECONDITION when the Job is not managed by
-	// jobplane; UNAVAILABLE when the planner or API server cannot be reached.
+	// jobplane; UNAVAILABLE when the planner or API server cannot be reached
+	// or this replica does not lead.
 	SyncJob(ctx context.Context, in *SyncJobRequest, opts ...grpc.CallOption) (*SyncJobResponse, error)
-	// GetJob returns a Job managed by jobplane and, on request, its pods.
+	// GetJob returns a Job managed by jobplane and, on request, its pods. It
+	// reads the executor's informer cache.
 	//
-	// Errors: NOT_FOUND.
+	// Errors: INVALID_ARGUMENT without namespace or name; NOT_FOUND;
+	// FAILED_PRECONDITION (reason NOT_MANAGED) when the Job is managed by
+	// another controller.
 	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*GetJobResponse, error)
-	// ListJobs lists the Jobs managed by jobplane, in name order, a page at a
-	// time.
+	// ListJobs lists the Jobs managed by jobplane, in namespace and name
+	// order, a page at a time. It reads the executor's informer cache.
 	//
-	// Errors: INVALID_ARGUMENT for a bad label selector or page token.
+	// Errors: INVALID_ARGUMENT for a bad label selector, page size or page
+	// token.
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
-	// WatchJobs streams every status change of the Jobs managed by jobplane,
-	// starting with the current state of each matching Job.
+	// WatchJobs streams every change of the Jobs managed by jobplane: from the
+	// current state of each matching Job, or from a resourceVersion seen
+	// before, as a Kubernetes watch does. The stream ends with OK when the
+	// server shuts down; the client then resumes from the last
+	// resource_version it received.
 	//
-	// Errors: INVALID_ARGUMENT for a bad label selector.
+	// Errors: INVALID_ARGUMENT for a bad label selector; OUT_OF_RANGE when the
+	// resourceVersion to resume from is too old (list again with ListJobs or
+	// watch from the current state); UNAVAILABLE when the API server cannot be
+	// reached.
 	WatchJobs(ctx context.Context, in *WatchJobsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchJobsResponse], error)
 	// DeleteJob deletes a Job managed by jobplane; its pods are deleted by the
 	// garbage collector (background propagation unless told otherwise) and
 	// their tracking finalizers removed by the executor.
 	//
-	// Errors: NOT_FOUND; FAILED_PRECONDITION when the UID given differs.
+	// Errors: INVALID_ARGUMENT for an unknown propagation policy; NOT_FOUND;
+	// FAILED_PRECONDITION when the UID given differs or the Job is not managed
+	// by jobplane; UNAVAILABLE when this replica does not lead.
 	DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*DeleteJobResponse, error)
 }
 
@@ -174,6 +195,12 @@ func (c *executorServiceClient) DeleteJob(ctx context.Context, in *DeleteJobRequ
 // ExecutorService runs Jobs whose spec.managedBy is "jobplane.dev/executor" on
 // a Kubernetes cluster: it watches them and their pods, asks the planner what
 // to do and does it. Only the executor writes those Jobs' pods and status.
+//
+// Reads (GetJob, ListJobs, WatchJobs) are served by every replica. Writes
+// (SubmitJob, Execute, SyncJob, DeleteJob) are served by the replica holding
+// the leader Lease; any other answers UNAVAILABLE with an ErrorInfo whose
+// reason is NOT_LEADER and whose metadata "leader" names the holder when
+// known.
 type ExecutorServiceServer interface {
 	// SubmitJob creates a Job managed by jobplane. It is idempotent: submitting
 	// a Job whose namespace/name exists with the same spec returns the existing
@@ -182,40 +209,55 @@ type ExecutorServiceServer interface {
 	//
 	// Errors: INVALID_ARGUMENT (field violations) for an invalid Job or one
 	// managed by another controller; ALREADY_EXISTS when a different Job of
-	// that name exists; UNAVAILABLE when the API server cannot be reached.
+	// that name exists (the message says what differs); UNAVAILABLE when the
+	// API server cannot be reached or this replica does not lead.
 	SubmitJob(context.Context, *SubmitJobRequest) (*SubmitJobResponse, error)
 	// Execute performs a given plan for a Job, in order, stopping at the first
 	// action that fails, and reports the outcome of each action.
 	//
 	// Errors: NOT_FOUND when the Job does not exist; FAILED_PRECONDITION when
 	// its UID differs from the one given or it is not managed by jobplane;
-	// INVALID_ARGUMENT for a malformed plan.
+	// INVALID_ARGUMENT for a malformed plan or a missing namespace, name or
+	// uid; UNAVAILABLE when this replica does not lead.
 	Execute(context.Context, *ExecuteRequest) (*ExecuteResponse, error)
 	// SyncJob syncs a Job now: snapshot, plan, execute. It returns the plan and
 	// what became of each action.
 	//
 	// Errors: NOT_FOUND; FAILED_PRECONDITION when the Job is not managed by
-	// jobplane; UNAVAILABLE when the planner or API server cannot be reached.
+	// jobplane; UNAVAILABLE when the planner or API server cannot be reached
+	// or this replica does not lead.
 	SyncJob(context.Context, *SyncJobRequest) (*SyncJobResponse, error)
-	// GetJob returns a Job managed by jobplane and, on request, its pods.
+	// GetJob returns a Job managed by jobplane and, on request, its pods. It
+	// reads the executor's informer cache.
 	//
-	// Errors: NOT_FOUND.
+	// Errors: INVALID_ARGUMENT without namespace or name; NOT_FOUND;
+	// FAILED_PRECONDITION (reason NOT_MANAGED) when the Job is managed by
+	// another controller.
 	GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error)
-	// ListJobs lists the Jobs managed by jobplane, in name order, a page at a
-	// time.
+	// ListJobs lists the Jobs managed by jobplane, in namespace and name
+	// order, a page at a time. It reads the executor's informer cache.
 	//
-	// Errors: INVALID_ARGUMENT for a bad label selector or page token.
+	// Errors: INVALID_ARGUMENT for a bad label selector, page size or page
+	// token.
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
-	// WatchJobs streams every status change of the Jobs managed by jobplane,
-	// starting with the current state of each matching Job.
+	// WatchJobs streams every change of the Jobs managed by jobplane: from the
+	// current state of each matching Job, or from a resourceVersion seen
+	// before, as a Kubernetes watch does. The stream ends with OK when the
+	// server shuts down; the client then resumes from the last
+	// resource_version it received.
 	//
-	// Errors: INVALID_ARGUMENT for a bad label selector.
+	// Errors: INVALID_ARGUMENT for a bad label selector; OUT_OF_RANGE when the
+	// resourceVersion to resume from is too old (list again with ListJobs or
+	// watch from the current state); UNAVAILABLE when the API server cannot be
+	// reached.
 	WatchJobs(*WatchJobsRequest, grpc.ServerStreamingServer[WatchJobsResponse]) error
 	// DeleteJob deletes a Job managed by jobplane; its pods are deleted by the
 	// garbage collector (background propagation unless told otherwise) and
 	// their tracking finalizers removed by the executor.
 	//
-	// Errors: NOT_FOUND; FAILED_PRECONDITION when the UID given differs.
+	// Errors: INVALID_ARGUMENT for an unknown propagation policy; NOT_FOUND;
+	// FAILED_PRECONDITION when the UID given differs or the Job is not managed
+	// by jobplane; UNAVAILABLE when this replica does not lead.
 	DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error)
 	mustEmbedUnimplementedExecutorServiceServer()
 }
