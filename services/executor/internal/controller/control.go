@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// podControl is the executor's writes of pods, as the reference's
+// RealPodControl; tests replace the clientset under it.
+type podControl struct {
+	client kubernetes.Interface
+}
+
+func (c podControl) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	return c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+}
+
+// delete deletes the pod only if it still has uid, so a pod of the same
+// name created since is never touched.
+func (c podControl) delete(ctx context.Context, namespace, name string, uid types.UID) error {
+	return c.client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(uid))})
+}
+
+// removeFinalizer takes finalizer off the pod with a strategic merge patch
+// whose metadata.uid is a precondition, as the reference's adoption patches.
+func (c podControl) removeFinalizer(ctx context.Context, namespace, name string, uid types.UID, finalizer string) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":                                 uid,
+		"$deleteFromPrimitiveList/finalizers": []string{finalizer},
+	}})
+	_, err := c.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// adopt sets job as the pod's controller and adds the tracking finalizer.
+func (c podControl) adopt(ctx context.Context, pod *corev1.Pod, job *batchv1.Job, finalizer string) error {
+	ref := metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":             pod.UID,
+		"ownerReferences": []metav1.OwnerReference{*ref},
+		"finalizers":      []string{finalizer},
+	}})
+	_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// release removes job's owner reference and the tracking finalizer.
+func (c podControl) release(ctx context.Context, pod *corev1.Pod, job *batchv1.Job, finalizer string) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":                                 pod.UID,
+		"ownerReferences":                     []map[string]any{{"$patch": "delete", "uid": job.UID}},
+		"$deleteFromPrimitiveList/finalizers": []string{finalizer},
+	}})
+	_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+func updateStatus(ctx context.Context, client kubernetes.Interface, job *batchv1.Job) (*batchv1.Job, error) {
+	return client.BatchV1().Jobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{})
+}

@@ -1,0 +1,342 @@
+// Package controller is the executor's control loop: the reference Job
+// controller's loop around the planner. Informers on jobplane's Jobs and on
+// pods feed a rate-limited workqueue; each sync claims the Job's pods, sends
+// a snapshot to the planner, and performs the plan it gets back, in order,
+// stopping at the first action that fails.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	batchv1listers "k8s.io/client-go/listers/batch/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
+	"github.com/jobplane/jobplane/services/executor/internal/jobstate"
+)
+
+// Delays of the reference.
+const (
+	// syncJobBatchPeriod batches the syncs pod events and status changes
+	// trigger.
+	syncJobBatchPeriod = time.Second
+	// Per-item backoff of a Job whose sync failed.
+	defaultJobAPIBackoff = time.Second
+	maxJobAPIBackoff     = time.Minute
+)
+
+// Planner answers snapshots with plans.
+type Planner interface {
+	Plan(ctx context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.SyncPlan, error)
+}
+
+// Config is what a Controller is built from.
+type Config struct {
+	Client    kubernetes.Interface
+	Informers informers.SharedInformerFactory
+	Planner   Planner
+	// ManagedBy is the spec.managedBy value of the Jobs to run.
+	ManagedBy string
+	// Finalizer is the pod tracking finalizer.
+	Finalizer string
+	Clock     clock.WithTicker
+	Log       *slog.Logger
+	Metrics   *Metrics
+}
+
+// Controller runs jobplane's Jobs.
+type Controller struct {
+	cfg      Config
+	log      *slog.Logger
+	pods     podControl
+	jobs     batchv1listers.JobLister
+	podStore corev1listers.PodLister
+	podIndex cache.Indexer
+	synced   []cache.InformerSynced
+	state    *jobstate.Store
+	queue    workqueue.TypedRateLimitingInterface[string]
+	orphans  workqueue.TypedRateLimitingInterface[orphanKey]
+	events   record.EventBroadcaster
+	recorder record.EventRecorder
+	metrics  *Metrics
+	// syncing serialises the syncs of one Job between the workers and the
+	// SyncJob and Execute RPCs.
+	syncing keyedMutex
+}
+
+// New builds a controller and registers its informer handlers.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	broadcaster := record.NewBroadcaster()
+	jobInformer := cfg.Informers.Batch().V1().Jobs()
+	podInformer := cfg.Informers.Core().V1().Pods()
+	c := &Controller{
+		cfg:      cfg,
+		log:      cfg.Log,
+		pods:     podControl{client: cfg.Client},
+		jobs:     jobInformer.Lister(),
+		podStore: podInformer.Lister(),
+		state:    jobstate.New(cfg.Clock),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](defaultJobAPIBackoff, maxJobAPIBackoff),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "jobplane_job", Clock: cfg.Clock}),
+		orphans: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[orphanKey](defaultJobAPIBackoff, maxJobAPIBackoff),
+			workqueue.TypedRateLimitingQueueConfig[orphanKey]{Name: "jobplane_orphan_pod", Clock: cfg.Clock}),
+		events:   broadcaster,
+		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "jobplane-executor"}),
+		metrics:  cfg.Metrics,
+	}
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{controllerUIDIndex: indexByController}); err != nil {
+		return nil, fmt.Errorf("adding the pod controller index: %w", err)
+	}
+	c.podIndex = podInformer.Informer().GetIndexer()
+	if _, err := jobInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addJob,
+		UpdateFunc: c.updateJob,
+		DeleteFunc: c.deleteJob,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the Job event handler: %w", err)
+	}
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addPod,
+		UpdateFunc: c.updatePod,
+		DeleteFunc: func(obj any) { c.deletePod(obj, true) },
+	}); err != nil {
+		return nil, fmt.Errorf("adding the pod event handler: %w", err)
+	}
+	c.synced = []cache.InformerSynced{jobInformer.Informer().HasSynced, podInformer.Informer().HasSynced}
+	return c, nil
+}
+
+// HasSynced says whether both informers have listed everything once.
+func (c *Controller) HasSynced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// Jobs is the Job lister the controller reads.
+func (c *Controller) Jobs() batchv1listers.JobLister { return c.jobs }
+
+// Run waits for the caches, then runs workers syncing Jobs and as many
+// removing finalizers of orphan pods, until ctx ends; workers finish the
+// item in hand before it returns.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrash()
+	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Client.CoreV1().Events("")})
+	defer c.events.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return errors.New("the Job and pod caches did not sync")
+	}
+	c.log.Info("starting workers", "workers", workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+		wg.Go(func() { wait.UntilWithContext(ctx, c.orphanWorker, time.Second) })
+	}
+	<-ctx.Done()
+	c.queue.ShutDownWithDrain()
+	c.orphans.ShutDownWithDrain()
+	wg.Wait()
+	c.log.Info("workers stopped")
+	return nil
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	// A sync in hand finishes even while the process stops: its writes
+	// are bounded, and cutting them short would only leave work for later.
+	_, _, _, err := c.sync(context.WithoutCancel(ctx), key)
+	if err == nil {
+		c.queue.Forget(key)
+		return true
+	}
+	c.log.Warn("sync failed; retrying with backoff", "job", key, "err", err)
+	c.queue.AddRateLimited(key)
+	return true
+}
+
+// SyncJob syncs a Job now, for the SyncJob RPC.
+func (c *Controller) SyncJob(ctx context.Context, namespace, name string) (*plan.Plan, []*jobplanev1.ActionOutcome, *batchv1.Job, error) {
+	p, outcomes, job, err := c.sync(ctx, namespace+"/"+name)
+	if err != nil {
+		if status, ok := asStatus(err); ok {
+			return p, outcomes, job, status
+		}
+		if p == nil {
+			return nil, nil, nil, apierr.New(codes.Unavailable, "SYNC_FAILED", nil, "syncing %s/%s: %v", namespace, name, err)
+		}
+	}
+	return p, outcomes, job, nil
+}
+
+// sync is one sync of the Job of key: the plan, the outcome of each action
+// and the Job after. A failed action is an error, so the key is retried.
+func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcomes []*jobplanev1.ActionOutcome, after *batchv1.Job, err error) {
+	unlock := c.syncing.lock(key)
+	defer unlock()
+	ctx = fairlimit.WithKey(ctx, key)
+	start := c.cfg.Clock.Now()
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	shared, err := c.jobs.Jobs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.state.Forget(key)
+		return nil, nil, nil, notFound(ns, name)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !c.managed(shared) {
+		return nil, nil, shared, notManaged(shared, c.cfg.ManagedBy)
+	}
+	if isFinished(shared) {
+		c.state.Release(key)
+		c.state.FinishObserved(shared.UID)
+		return &plan.Plan{Summary: "The Job is finished; nothing to do.", ReleaseJobState: true}, nil, shared, nil
+	}
+	if c.state.FinishPending(shared.UID) {
+		return &plan.Plan{Summary: "The Job was finished by the last write, not yet observed; nothing to do."}, nil, shared, nil
+	}
+	// The state is read before the pods, as the reference checks its
+	// expectations before listing: a pod arriving in between is then
+	// counted, never created twice.
+	state := c.state.State(key)
+	job := shared.DeepCopy()
+	pods, err := c.claimPods(ctx, job)
+	if err != nil {
+		return nil, nil, job, err
+	}
+	req := plan.NewRequest(job, pods, state, c.cfg.Clock.Now(), c.cfg.Finalizer)
+	planStart := time.Now()
+	resp, err := c.cfg.Planner.Plan(ctx, req)
+	c.metrics.plannerDuration.Observe(time.Since(planStart).Seconds())
+	if err != nil {
+		c.metrics.plannerErrors.Inc()
+		return nil, nil, job, fmt.Errorf("asking the planner: %w", err)
+	}
+	p, err = plan.FromProto(resp, "plan")
+	if err != nil {
+		return nil, nil, job, fmt.Errorf("the planner's plan: %w", err)
+	}
+	outcomes, after, err = c.perform(ctx, key, job, p)
+	c.metrics.recordSync(p, err, c.cfg.Clock.Since(start))
+	return p, outcomes, after, err
+}
+
+// Execute performs a caller-supplied plan on the Job, for the Execute RPC.
+func (c *Controller) Execute(ctx context.Context, namespace, name string, uid string, p *plan.Plan) ([]*jobplanev1.ActionOutcome, *batchv1.Job, error) {
+	key := namespace + "/" + name
+	unlock := c.syncing.lock(key)
+	defer unlock()
+	ctx = fairlimit.WithKey(ctx, key)
+	job, err := c.cfg.Client.BatchV1().Jobs(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, notFound(namespace, name)
+	}
+	if err != nil {
+		return nil, nil, fromKube(err)
+	}
+	if !c.managed(job) {
+		return nil, nil, notManaged(job, c.cfg.ManagedBy)
+	}
+	if string(job.UID) != uid {
+		return nil, nil, apierr.New(codes.FailedPrecondition, "UID_MISMATCH", map[string]string{"uid": string(job.UID)},
+			"Job %s/%s has UID %s, not %s", namespace, name, job.UID, uid)
+	}
+	outcomes, after, _ := c.perform(ctx, key, job, p)
+	return outcomes, after, nil
+}
+
+func (c *Controller) managed(job *batchv1.Job) bool {
+	return job.Spec.ManagedBy != nil && *job.Spec.ManagedBy == c.cfg.ManagedBy
+}
+
+func isFinished(job *batchv1.Job) bool {
+	for _, cond := range job.Status.Conditions {
+		if (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) && cond.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// keyedMutex is one mutex per key, dropped when unused.
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	sync.Mutex
+	users int
+}
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyLock{}
+	}
+	l, ok := k.locks[key]
+	if !ok {
+		l = &keyLock{}
+		k.locks[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}

@@ -1,0 +1,317 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/plan"
+)
+
+// Outcomes of an action, as the contract names them.
+const (
+	resultDone    = "Done"
+	resultFailed  = "Failed"
+	resultSkipped = "Skipped"
+)
+
+// Event reasons of single pod writes, the reference's.
+const (
+	reasonSuccessfulCreate = "SuccessfulCreate"
+	reasonFailedCreate     = "FailedCreate"
+	reasonSuccessfulDelete = "SuccessfulDelete"
+	reasonFailedDelete     = "FailedDelete"
+)
+
+// slowStartInitialBatchSize is the reference's first creation batch.
+const slowStartInitialBatchSize = 1
+
+// performer performs one plan on one Job.
+type performer struct {
+	c   *Controller
+	key string
+	// job is the Job as last written (its resourceVersion is the next
+	// write's precondition).
+	job  *batchv1.Job
+	plan *plan.Plan
+}
+
+// perform performs p's actions in order and stops at the first that fails;
+// the actions after it are Skipped. It returns one outcome per action and
+// the Job after.
+func (c *Controller) perform(ctx context.Context, key string, job *batchv1.Job, p *plan.Plan) ([]*jobplanev1.ActionOutcome, *batchv1.Job, error) {
+	w := &performer{c: c, key: key, job: job, plan: p}
+	outcomes := make([]*jobplanev1.ActionOutcome, len(p.Actions))
+	var failure error
+	for i, a := range p.Actions {
+		if failure != nil {
+			outcomes[i] = &jobplanev1.ActionOutcome{Result: resultSkipped, Failed: int32(actionSize(a))}
+			continue
+		}
+		succeeded, failed, err := w.do(ctx, i, a)
+		outcomes[i] = &jobplanev1.ActionOutcome{Result: resultDone, Succeeded: int32(succeeded), Failed: int32(failed)}
+		if err != nil {
+			outcomes[i].Result, outcomes[i].Error = resultFailed, err.Error()
+			reason, _ := a.Why()
+			failure = fmt.Errorf("action %d (%s): %w", i, reason, err)
+		}
+	}
+	if failure == nil {
+		if p.ReleaseJobState {
+			c.state.Release(key)
+		}
+		c.metrics.recordPlan(p)
+	}
+	return outcomes, w.job, failure
+}
+
+func actionSize(a plan.Action) int {
+	switch a := a.(type) {
+	case plan.CreatePods:
+		return len(a.Pods)
+	case plan.DeletePods:
+		return len(a.Pods)
+	case plan.RemoveFinalizers:
+		return len(a.Pods)
+	}
+	return 1
+}
+
+// do performs action i: how many items succeeded and failed, and why it
+// failed.
+func (w *performer) do(ctx context.Context, i int, a plan.Action) (succeeded, failed int, err error) {
+	switch a := a.(type) {
+	case plan.CreatePods:
+		return w.createPods(ctx, a)
+	case plan.DeletePods:
+		return w.deletePods(ctx, a)
+	case plan.RemoveFinalizers:
+		return w.removeFinalizers(ctx, i, a)
+	case plan.WriteStatus:
+		if err := w.writeStatus(ctx, a.Status); err != nil {
+			return 0, 1, err
+		}
+		if a.BackoffRecord != nil {
+			w.c.state.SetBackoff(w.key, *a.BackoffRecord)
+		}
+		return 1, 0, nil
+	case plan.RecordEvent:
+		w.c.recorder.Event(w.job, a.Type, a.Reason, a.Message)
+		return 1, 0, nil
+	case plan.Requeue:
+		w.c.queue.AddAfter(w.key, a.After)
+		return 1, 0, nil
+	}
+	return 0, 1, fmt.Errorf("unknown action %T", a)
+}
+
+// createPods creates the pods in slow-start batches of 1, 2, 4, ... each
+// created in parallel, stopping after a batch with a failure, as the
+// reference: a quota or admission refusal costs one failed call per batch,
+// not one per pod. Creations failed or never attempted lower the
+// expectations again, since the informer will not see them.
+func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeeded, failed int, err error) {
+	w.c.state.ExpectCreations(w.key, len(a.Pods))
+	var created, refused atomic.Int32
+	var errs errorList
+	pending := a.Pods
+	for batch := min(len(pending), slowStartInitialBatchSize); len(pending) > 0; batch = min(2*batch, len(pending)) {
+		failuresBefore := errs.len()
+		var wg sync.WaitGroup
+		for _, spec := range pending[:batch] {
+			wg.Go(func() {
+				pod := plan.NewPod(w.job, spec)
+				newPod, err := w.c.pods.create(ctx, pod)
+				if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+					// Every later creation fails the same way; the
+					// namespace's deletion takes the Job with it.
+					return
+				}
+				if err != nil {
+					w.c.recorder.Eventf(w.job, corev1.EventTypeWarning, reasonFailedCreate, "Error creating: %v", err)
+					w.c.state.CreationsObserved(w.key, 1)
+					refused.Add(1)
+					errs.add(err)
+					return
+				}
+				w.c.recorder.Eventf(w.job, corev1.EventTypeNormal, reasonSuccessfulCreate, "Created pod: %v", newPod.Name)
+				created.Add(1)
+			})
+		}
+		wg.Wait()
+		pending = pending[batch:]
+		if errs.len() > failuresBefore && len(pending) > 0 {
+			w.c.state.CreationsObserved(w.key, len(pending))
+			break
+		}
+	}
+	w.c.metrics.recordCreations(a.CreationReason, int(created.Load()), int(refused.Load()))
+	skipped := len(pending)
+	return int(created.Load()), int(refused.Load()) + skipped, errs.err()
+}
+
+// deletePods deletes the pods in parallel, each after removing its tracking
+// finalizer when the plan says so. A pod already gone counts as deleted.
+func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeeded, failed int, err error) {
+	if a.ExpectDeletions {
+		w.c.state.ExpectDeletions(w.key, len(a.Pods))
+	}
+	var errs errorList
+	var deleted atomic.Int32
+	var wg sync.WaitGroup
+	for _, ref := range a.Pods {
+		wg.Go(func() {
+			failDelete := func(err error) {
+				if a.ExpectDeletions {
+					w.c.state.DeletionsObserved(w.key, 1)
+				}
+				if gone(err) {
+					deleted.Add(1)
+					return
+				}
+				errs.add(err)
+			}
+			if a.RemoveTrackingFinalizer {
+				if err := w.c.pods.removeFinalizer(ctx, w.job.Namespace, ref.Name, ref.UID, w.c.cfg.Finalizer); err != nil {
+					failDelete(fmt.Errorf("removing the tracking finalizer: %w", err))
+					return
+				}
+				w.c.metrics.finalizersRemoved.WithLabelValues("delete").Inc()
+			}
+			err := w.c.pods.delete(ctx, w.job.Namespace, ref.Name, ref.UID)
+			switch {
+			case err == nil:
+				w.c.recorder.Eventf(w.job, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted pod: %v", ref.Name)
+				deleted.Add(1)
+			case gone(err):
+				failDelete(err)
+			default:
+				w.c.recorder.Eventf(w.job, corev1.EventTypeWarning, reasonFailedDelete, "Error deleting: %v", err)
+				failDelete(err)
+			}
+		})
+	}
+	wg.Wait()
+	return int(deleted.Load()), len(a.Pods) - int(deleted.Load()), errs.err()
+}
+
+// removeFinalizers patches the pods in parallel. When some fail, the
+// uncounted pods whose finalizer did go are counted in a status write of
+// their own, as the reference does, before the action reports its failure.
+func (w *performer) removeFinalizers(ctx context.Context, i int, a plan.RemoveFinalizers) (succeeded, failed int, err error) {
+	uids := make([]types.UID, len(a.Pods))
+	for j, ref := range a.Pods {
+		uids[j] = ref.UID
+	}
+	w.c.state.ExpectFinalizersRemoved(w.key, uids)
+	var errs errorList
+	var mu sync.Mutex
+	var failedUIDs []types.UID
+	var wg sync.WaitGroup
+	for _, ref := range a.Pods {
+		wg.Go(func() {
+			err := w.c.pods.removeFinalizer(ctx, w.job.Namespace, ref.Name, ref.UID, w.c.cfg.Finalizer)
+			if err == nil {
+				w.c.metrics.finalizersRemoved.WithLabelValues("finished").Inc()
+				return
+			}
+			// No update will show this removal: forget it now.
+			w.c.state.FinalizerRemovalObserved(w.key, ref.UID)
+			if gone(err) {
+				return
+			}
+			errs.add(err)
+			mu.Lock()
+			failedUIDs = append(failedUIDs, ref.UID)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if errs.len() == 0 {
+		return len(a.Pods), 0, nil
+	}
+	if next := w.nextStatus(i); next != nil {
+		if partial, ok := plan.PartialCount(w.job.Status, next, failedUIDs); ok {
+			if werr := w.writeStatus(ctx, partial); werr != nil {
+				return len(a.Pods) - len(failedUIDs), len(failedUIDs), errors.Join(errs.err(), werr)
+			}
+		}
+	}
+	return len(a.Pods) - len(failedUIDs), len(failedUIDs), errs.err()
+}
+
+// nextStatus is the status of the first write after action i, if any.
+func (w *performer) nextStatus(i int) *batchv1.JobStatus {
+	for _, a := range w.plan.Actions[i+1:] {
+		if ws, ok := a.(plan.WriteStatus); ok {
+			return &ws.Status
+		}
+	}
+	return nil
+}
+
+// writeStatus replaces the Job's status, with the resourceVersion last seen
+// as precondition: a conflict fails the action and the Job is synced again.
+func (w *performer) writeStatus(ctx context.Context, status batchv1.JobStatus) error {
+	job := w.job.DeepCopy()
+	job.Status = status
+	updated, err := updateStatus(ctx, w.c.cfg.Client, job)
+	if err != nil {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	w.job = updated
+	if isFinished(updated) {
+		w.c.state.MarkFinished(updated.UID)
+	}
+	return nil
+}
+
+// gone says whether err means the pod no longer exists (or is another pod
+// of the same name).
+func gone(err error) bool {
+	return apierrors.IsNotFound(err) || isUIDPreconditionFailure(err)
+}
+
+func isUIDPreconditionFailure(err error) bool {
+	return apierrors.IsConflict(err) && strings.Contains(err.Error(), "UID")
+}
+
+// errorList gathers the errors of parallel calls.
+type errorList struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errorList) add(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, err)
+}
+
+func (l *errorList) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.errs)
+}
+
+// err summarises: the first error and how many there were.
+func (l *errorList) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch len(l.errs) {
+	case 0:
+		return nil
+	case 1:
+		return l.errs[0]
+	}
+	return fmt.Errorf("%w (and %d more errors)", l.errs[0], len(l.errs)-1)
+}

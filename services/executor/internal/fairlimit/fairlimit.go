@@ -1,0 +1,182 @@
+// Package fairlimit is a client-side rate limiter for the Kubernetes client
+// that shares its budget fairly between Jobs. client-go's token bucket serves
+// requests first come, first served, so a small Job's two calls wait behind
+// a large Job's hundreds of creations and finalizer patches; here every Job
+// with requests waiting gets a token in turn, so each Job's wait depends on
+// how many Jobs are busy, not on how much work the others queued. The total
+// rate (QPS and burst) is the same as client-go's.
+package fairlimit
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+type keyType struct{}
+
+// WithKey marks the requests made with ctx as the work of one Job (its
+// namespace/name); requests without a key share one lane.
+func WithKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, keyType{}, key)
+}
+
+func keyOf(ctx context.Context) string {
+	k, _ := ctx.Value(keyType{}).(string)
+	return k
+}
+
+// Limiter implements flowcontrol.RateLimiter with a fair queue per key.
+type Limiter struct {
+	bucket *rate.Limiter
+	qps    float32
+
+	mu sync.Mutex
+	// lanes holds the waiters of each key, oldest first; ring is the order
+	// keys with waiters are served in.
+	lanes   map[string][]chan struct{}
+	ring    []string
+	pending chan struct{} // signalled when a waiter arrives
+	stop    chan struct{}
+	once    sync.Once
+}
+
+var _ flowcontrol.RateLimiter = (*Limiter)(nil)
+
+// New returns a limiter of qps requests per second with bursts of burst, and
+// starts its dispatcher (ended by Stop).
+func New(qps float32, burst int) *Limiter {
+	l := &Limiter{
+		bucket:  rate.NewLimiter(rate.Limit(qps), burst),
+		qps:     qps,
+		lanes:   map[string][]chan struct{}{},
+		pending: make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+	}
+	go l.dispatch()
+	return l
+}
+
+// Wait blocks until the request of ctx's key may go, or ctx ends.
+func (l *Limiter) Wait(ctx context.Context) error {
+	l.mu.Lock()
+	if len(l.ring) == 0 && l.bucket.Allow() {
+		l.mu.Unlock()
+		return nil
+	}
+	key := keyOf(ctx)
+	w := make(chan struct{})
+	if len(l.lanes[key]) == 0 {
+		l.ring = append(l.ring, key)
+	}
+	l.lanes[key] = append(l.lanes[key], w)
+	l.mu.Unlock()
+	select {
+	case l.pending <- struct{}{}:
+	default:
+	}
+	select {
+	case <-w:
+		return nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		select {
+		case <-w: // granted meanwhile
+			return nil
+		default:
+		}
+		l.remove(key, w)
+		return ctx.Err()
+	}
+}
+
+// remove takes a cancelled waiter out of its lane; l.mu is held.
+func (l *Limiter) remove(key string, w chan struct{}) {
+	lane := l.lanes[key]
+	for i, x := range lane {
+		if x == w {
+			lane = append(lane[:i:i], lane[i+1:]...)
+			break
+		}
+	}
+	if len(lane) > 0 {
+		l.lanes[key] = lane
+		return
+	}
+	delete(l.lanes, key)
+	for i, k := range l.ring {
+		if k == key {
+			l.ring = append(l.ring[:i:i], l.ring[i+1:]...)
+			break
+		}
+	}
+}
+
+// dispatch hands out tokens as the bucket refills, one key at a time in
+// turn.
+func (l *Limiter) dispatch() {
+	for {
+		l.mu.Lock()
+		idle := len(l.ring) == 0
+		l.mu.Unlock()
+		if idle {
+			select {
+			case <-l.pending:
+				continue
+			case <-l.stop:
+				return
+			}
+		}
+		r := l.bucket.Reserve()
+		if d := r.Delay(); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-l.stop:
+				return
+			}
+		}
+		l.grantNext(r)
+	}
+}
+
+// grantNext releases the oldest waiter of the next key in turn; with none
+// left (all cancelled) the token goes back.
+func (l *Limiter) grantNext(r *rate.Reservation) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ring) == 0 {
+		r.Cancel()
+		return
+	}
+	key := l.ring[0]
+	lane := l.lanes[key]
+	w := lane[0]
+	l.ring = l.ring[1:]
+	if len(lane) > 1 {
+		l.lanes[key] = lane[1:]
+		l.ring = append(l.ring, key) // to the back of the turn
+	} else {
+		delete(l.lanes, key)
+	}
+	close(w)
+}
+
+// TryAccept takes a token if one is free and nobody waits.
+func (l *Limiter) TryAccept() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ring) == 0 && l.bucket.Allow()
+}
+
+// Accept blocks until a token is granted.
+func (l *Limiter) Accept() { _ = l.Wait(context.Background()) }
+
+// Stop ends the dispatcher.
+func (l *Limiter) Stop() { l.once.Do(func() { close(l.stop) }) }
+
+// QPS is the configured rate.
+func (l *Limiter) QPS() float32 { return l.qps }

@@ -1,0 +1,231 @@
+// Package plannerclient asks the planner for plans over one long-lived
+// StreamPlanSync stream shared by every worker: requests are multiplexed by
+// id, and a broken stream is reopened, with backoff, by the next request.
+// While the planner is unavailable every request fails with Unavailable, so
+// no action is taken and the caller retries the Job later.
+package plannerclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+)
+
+// Client plans over a shared stream.
+type Client struct {
+	conn    *grpc.ClientConn
+	planner jobplanev1.PlannerServiceClient
+	health  healthpb.HealthClient
+
+	mu      sync.Mutex
+	stream  *stream
+	nextID  uint64
+	retryAt time.Time
+	backoff time.Duration
+}
+
+// stream is one open StreamPlanSync call and its requests waiting for an
+// answer.
+type stream struct {
+	call   jobplanev1.PlannerService_StreamPlanSyncClient
+	cancel context.CancelFunc
+	sendMu sync.Mutex
+
+	mu      sync.Mutex
+	waiting map[string]chan result
+	err     error // set once the stream broke
+}
+
+type result struct {
+	resp *jobplanev1.StreamPlanSyncResponse
+	err  error
+}
+
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
+// New returns a client of the planner reached through conn.
+func New(conn *grpc.ClientConn) *Client {
+	return &Client{conn: conn, planner: jobplanev1.NewPlannerServiceClient(conn), health: healthpb.NewHealthClient(conn)}
+}
+
+// Ready reports whether the planner answers its health check as serving.
+func (c *Client) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := c.health.Check(ctx, &healthpb.HealthCheckRequest{Service: jobplanev1.PlannerService_ServiceDesc.ServiceName})
+	if err != nil {
+		return fmt.Errorf("planner health check: %w", err)
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("planner is %s", resp.GetStatus())
+	}
+	return nil
+}
+
+// Plan returns the planner's plan for req. Errors are gRPC status errors:
+// the planner's own (InvalidArgument for a snapshot it refuses) or
+// Unavailable when the stream cannot carry the request.
+func (c *Client) Plan(ctx context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.SyncPlan, error) {
+	s, id, err := c.open()
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan result, 1)
+	if err := s.register(id, ch); err != nil {
+		return nil, err
+	}
+	s.sendMu.Lock()
+	err = s.call.Send(&jobplanev1.StreamPlanSyncRequest{Id: id, Request: req})
+	s.sendMu.Unlock()
+	if err != nil {
+		c.broken(s, err)
+		return nil, unavailable(err)
+	}
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, r.err
+		}
+		if e := r.resp.GetError(); e != nil {
+			return nil, status.ErrorProto(e)
+		}
+		return r.resp.GetResponse().GetPlan(), nil
+	case <-ctx.Done():
+		s.unregister(id)
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+// open returns the current stream, opening one when none is, and an id for
+// a request on it.
+func (c *Client) open() (*stream, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextID++
+	id := strconv.FormatUint(c.nextID, 36)
+	if c.stream != nil {
+		return c.stream, id, nil
+	}
+	if now := time.Now(); now.Before(c.retryAt) {
+		return nil, "", status.Errorf(codes.Unavailable, "planner stream closed; reconnecting in %s", c.retryAt.Sub(now).Round(time.Millisecond))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	call, err := c.planner.StreamPlanSync(ctx)
+	if err != nil {
+		cancel()
+		c.failedOpen()
+		return nil, "", unavailable(err)
+	}
+	s := &stream{call: call, cancel: cancel, waiting: map[string]chan result{}}
+	c.stream = s
+	go c.receive(s)
+	return s, id, nil
+}
+
+// failedOpen pushes the next attempt back, exponentially; c.mu is held.
+func (c *Client) failedOpen() {
+	c.backoff = min(max(2*c.backoff, minBackoff), maxBackoff)
+	c.retryAt = time.Now().Add(c.backoff)
+}
+
+func (c *Client) receive(s *stream) {
+	for {
+		resp, err := s.call.Recv()
+		if err != nil {
+			c.broken(s, err)
+			return
+		}
+		c.mu.Lock()
+		c.backoff = 0 // the stream works
+		c.mu.Unlock()
+		s.deliver(resp.GetId(), result{resp: resp})
+	}
+}
+
+// broken fails every request waiting on s and lets the next request reopen.
+func (c *Client) broken(s *stream, err error) {
+	c.mu.Lock()
+	if c.stream == s {
+		c.stream = nil
+		c.failedOpen()
+	}
+	c.mu.Unlock()
+	s.cancel()
+	s.fail(unavailable(err))
+}
+
+func (s *stream) register(id string, ch chan result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	s.waiting[id] = ch
+	return nil
+}
+
+func (s *stream) unregister(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.waiting, id)
+}
+
+func (s *stream) deliver(id string, r result) {
+	s.mu.Lock()
+	ch, ok := s.waiting[id]
+	delete(s.waiting, id)
+	s.mu.Unlock()
+	if ok {
+		ch <- r
+	}
+}
+
+func (s *stream) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+	}
+	for id, ch := range s.waiting {
+		ch <- result{err: err}
+		delete(s.waiting, id)
+	}
+}
+
+// Close ends the current stream.
+func (c *Client) Close() {
+	c.mu.Lock()
+	s := c.stream
+	c.stream = nil
+	c.mu.Unlock()
+	if s != nil {
+		s.cancel()
+		s.fail(status.Error(codes.Unavailable, "planner client closed"))
+	}
+}
+
+func unavailable(err error) error {
+	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown && st.Code() != codes.OK {
+		if st.Code() == codes.Canceled || st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded {
+			return status.Errorf(codes.Unavailable, "planner unavailable: %s", st.Message())
+		}
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return status.Error(codes.Unavailable, "planner stream cancelled")
+	}
+	return status.Errorf(codes.Unavailable, "planner unavailable: %v", err)
+}
