@@ -1,22 +1,187 @@
-// Command executor serves jobplane.v1.ExecutorService.
+// Command executor serves jobplane.v1.ExecutorService and runs the Jobs whose
+// spec.managedBy is jobplane's: informers, workers and leader election run
+// beside gRPC in one lifecycle.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
+	"fmt"
 	"log/slog"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/executor/internal/controller"
+	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
+	"github.com/jobplane/jobplane/services/executor/internal/leader"
+	"github.com/jobplane/jobplane/services/executor/internal/plannerclient"
 	"github.com/jobplane/jobplane/services/executor/internal/svc"
 )
 
+// config is the executor's own configuration (flags with EXECUTOR_*
+// environment fallbacks).
+type config struct {
+	kubeconfig  string
+	plannerAddr string
+	managedBy   string
+	finalizer   string
+	workers     int
+	qps         float64
+	burst       int
+	leaderElect bool
+	lease       leader.Config
+}
+
+func (c *config) registerFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; empty uses the in-cluster configuration")
+	fs.StringVar(&c.plannerAddr, "planner-addr", "127.0.0.1:50051", "address of the PlannerService")
+	fs.StringVar(&c.managedBy, "managed-by", svc.DefaultManagedBy, "spec.managedBy of the Jobs to run")
+	fs.StringVar(&c.finalizer, "tracking-finalizer", plan.DefaultTrackingFinalizer, "pod tracking finalizer")
+	fs.IntVar(&c.workers, "workers", 5, "Jobs synced at once")
+	fs.Float64Var(&c.qps, "kube-api-qps", 20, "Kubernetes API requests per second, shared fairly between Jobs")
+	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
+	fs.BoolVar(&c.leaderElect, "leader-elect", true, "run the control loop only while holding a Lease")
+	fs.StringVar(&c.lease.Namespace, "leader-elect-namespace", "kube-system", "namespace of the Lease")
+	fs.StringVar(&c.lease.Name, "leader-elect-id", "jobplane-executor", "name of the Lease")
+	fs.DurationVar(&c.lease.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking an unrenewed Lease")
+	fs.DurationVar(&c.lease.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up")
+	fs.DurationVar(&c.lease.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "wait between Lease attempts")
+}
+
+func (c *config) validate() error {
+	var errs []error
+	if c.plannerAddr == "" {
+		errs = append(errs, errors.New("planner-addr is required"))
+	}
+	if c.managedBy == "" {
+		errs = append(errs, errors.New("managed-by is required"))
+	}
+	if c.workers < 1 {
+		errs = append(errs, fmt.Errorf("workers must be positive, got %d", c.workers))
+	}
+	if c.qps <= 0 || c.burst < 1 {
+		errs = append(errs, fmt.Errorf("kube-api-qps and kube-api-burst must be positive, got %g and %d", c.qps, c.burst))
+	}
+	if c.leaderElect && !(c.lease.LeaseDuration > c.lease.RenewDeadline && c.lease.RenewDeadline > c.lease.RetryPeriod && c.lease.RetryPeriod > 0) {
+		errs = append(errs, errors.New("want leader-elect-lease-duration > leader-elect-renew-deadline > leader-elect-retry-period > 0"))
+	}
+	return errors.Join(errs...)
+}
+
 func main() {
+	var cfg config
 	grpcserver.Command{
 		Name:   "executor",
 		Server: grpcserver.Defaults("127.0.0.1:50052", "127.0.0.1:9092"),
-		Setup: func(_ context.Context, srv *grpcserver.Server, _ *slog.Logger) error {
-			srv.RegisterService(&jobplanev1.ExecutorService_ServiceDesc, svc.NewExecutorService())
-			return nil
+		Flags:  cfg.registerFlags,
+		Setup: func(_ context.Context, srv *grpcserver.Server, log *slog.Logger) error {
+			if err := cfg.validate(); err != nil {
+				return fmt.Errorf("invalid configuration: %w", err)
+			}
+			return setup(cfg, srv, log)
 		},
 	}.Main()
+}
+
+func setup(cfg config, srv *grpcserver.Server, log *slog.Logger) error {
+	restCfg, err := restConfig(cfg)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(cfg.plannerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		return fmt.Errorf("planner client: %w", err)
+	}
+	planner := plannerclient.New(conn)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	metrics := controller.NewMetrics()
+	if err := metrics.Register(srv.Registry()); err != nil {
+		return err
+	}
+	ctrl, err := controller.New(controller.Config{
+		Client: client, Informers: factory, Planner: planner,
+		ManagedBy: cfg.managedBy, Finalizer: cfg.finalizer, Log: log, Metrics: metrics,
+	})
+	if err != nil {
+		return err
+	}
+	runner := &runner{Controller: ctrl}
+	if cfg.leaderElect {
+		hostname, _ := os.Hostname()
+		cfg.lease.Identity = hostname + "_" + string(uuid.NewUUID())
+		runner.elector = leader.New(cfg.lease, client, log)
+	}
+	srv.RegisterService(&jobplanev1.ExecutorService_ServiceDesc, svc.NewExecutorService(svc.Config{
+		Client: client, Jobs: ctrl.Jobs(), PodsOf: ctrl.PodsOf, Runner: runner, ManagedBy: cfg.managedBy, Log: log,
+	}))
+
+	srv.Go("informers", func(ctx context.Context) error {
+		factory.Start(ctx.Done())
+		<-ctx.Done()
+		factory.Shutdown()
+		return nil
+	})
+	srv.Go("controller", func(ctx context.Context) error {
+		defer conn.Close()
+		defer planner.Close()
+		if runner.elector == nil {
+			return ctrl.Run(ctx, cfg.workers)
+		}
+		return runner.elector.Run(ctx, func(ctx context.Context) error { return ctrl.Run(ctx, cfg.workers) })
+	})
+	srv.AddReadinessCheck("caches", func(context.Context) error {
+		if !ctrl.HasSynced() {
+			return errors.New("the Job and pod caches have not synced")
+		}
+		return nil
+	})
+	srv.AddReadinessCheck("planner", planner.Ready)
+	return nil
+}
+
+func restConfig(cfg config) (*rest.Config, error) {
+	var restCfg *rest.Config
+	var err error
+	if cfg.kubeconfig != "" {
+		restCfg, err = clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
+	} else {
+		restCfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	restCfg.UserAgent = "jobplane-executor"
+	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
+	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst)
+	return restCfg, nil
+}
+
+// runner is the controller with its leadership, as the gRPC service sees it.
+type runner struct {
+	*controller.Controller
+	elector *leader.Elector
+}
+
+func (r *runner) Leader() (bool, string) {
+	if r.elector == nil {
+		return true, ""
+	}
+	return r.elector.Leader()
 }

@@ -111,3 +111,16 @@ func (c *Controller) adoptionCheck(job *batchv1.Job) func(context.Context) error
 		return result
 	}
 }
+
+// PodsOf lists the pods the Job controls, from the cache.
+func (c *Controller) PodsOf(job *batchv1.Job) ([]*corev1.Pod, error) {
+	objs, err := c.podIndex.ByIndex(controllerUIDIndex, string(job.UID))
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]*corev1.Pod, len(objs))
+	for i, obj := range objs {
+		pods[i] = obj.(*corev1.Pod)
+	}
+	return pods, nil
+}

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -271,7 +272,7 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 }
 
 // Execute performs a caller-supplied plan on the Job, for the Execute RPC.
-func (c *Controller) Execute(ctx context.Context, namespace, name string, uid string, p *plan.Plan) ([]*jobplanev1.ActionOutcome, *batchv1.Job, error) {
+func (c *Controller) Execute(ctx context.Context, namespace, name string, uid types.UID, p *plan.Plan) ([]*jobplanev1.ActionOutcome, *batchv1.Job, error) {
 	key := namespace + "/" + name
 	unlock := c.syncing.lock(key)
 	defer unlock()
@@ -286,7 +287,7 @@ func (c *Controller) Execute(ctx context.Context, namespace, name string, uid st
 	if !c.managed(job) {
 		return nil, nil, notManaged(job, c.cfg.ManagedBy)
 	}
-	if string(job.UID) != uid {
+	if job.UID != uid {
 		return nil, nil, apierr.New(codes.FailedPrecondition, "UID_MISMATCH", map[string]string{"uid": string(job.UID)},
 			"Job %s/%s has UID %s, not %s", namespace, name, job.UID, uid)
 	}
