@@ -1,0 +1,191 @@
+// Package integration runs the executor's controller in process against a
+// real kube-apiserver (no kube-controller-manager, no kubelet: the tests play
+// the kubelet by setting pod phases) with the real planner as a process.
+package integration
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/jobplane/jobplane/lib/kubetest"
+	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/executor/internal/controller"
+	"github.com/jobplane/jobplane/services/executor/internal/plannerclient"
+)
+
+const managedBy = "jobplane.dev/executor"
+
+// env is an apiserver, a planner and a running controller.
+type env struct {
+	client kubernetes.Interface
+	// requests records the API requests of the controller.
+	requests *requestLog
+}
+
+// request is one API call of the controller and its answer.
+type request struct {
+	method, path string
+	code         int
+}
+
+type requestLog struct {
+	mu  sync.Mutex
+	all []request
+}
+
+func (l *requestLog) RoundTrip(next http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		resp, err := next.RoundTrip(r)
+		code := 0
+		if resp != nil {
+			code = resp.StatusCode
+		}
+		l.mu.Lock()
+		l.all = append(l.all, request{method: r.Method, path: r.URL.Path, code: code})
+		l.mu.Unlock()
+		return resp, err
+	})
+}
+
+// matching returns the requests with method whose path ends with suffix.
+func (l *requestLog) matching(method, suffix string) []request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []request
+	for _, r := range l.all {
+		if r.method == method && len(r.path) >= len(suffix) && r.path[len(r.path)-len(suffix):] == suffix {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func start(t *testing.T) *env {
+	t.Helper()
+	api := kubetest.StartAPIServer(t)
+	plannerAddr := kubetest.FreeAddr(t)
+	kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"),
+		"-grpc-addr", plannerAddr, "-metrics-addr", "", "-shutdown-drain", "0s")
+
+	log := &requestLog{}
+	cfg := rest.CopyConfig(api.Config)
+	cfg.Wrap(log.RoundTrip)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(plannerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planner := plannerclient.New(conn)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	ctrl, err := controller.New(controller.Config{
+		Client: client, Informers: factory, Planner: planner, ManagedBy: managedBy,
+		Finalizer: plan.DefaultTrackingFinalizer, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx, 5) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		factory.Shutdown()
+		planner.Close()
+		conn.Close()
+	})
+	return &env{client: api.Client, requests: log}
+}
+
+func namespace(t *testing.T, client kubernetes.Interface, name string) {
+	t.Helper()
+	_, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newJob is a NonIndexed jobplane Job of completions pods, parallelism wide.
+func newJob(ns, name string, completions, parallelism int32) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: batchv1.JobSpec{
+			ManagedBy:   ptr.To(managedBy),
+			Completions: ptr.To(completions),
+			Parallelism: ptr.To(parallelism),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
+			}},
+		},
+	}
+}
+
+// finishPods plays the kubelet: every pod of the namespace not yet terminal
+// and not being deleted succeeds.
+func finishPods(t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		now := metav1.Now()
+		pod.Status.Phase = corev1.PodSucceeded
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, StartedAt: now, FinishedAt: now},
+		}}}
+		if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Logf("finishing pod %s: %v", pod.Name, err)
+		}
+	}
+}
+
+// waitFor polls cond every 100ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return cond()
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func finished(job *batchv1.Job) (corev1.ConditionStatus, batchv1.JobConditionType) {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return c.Status, c.Type
+		}
+	}
+	return "", ""
+}
