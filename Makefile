@@ -28,6 +28,10 @@ test: lint cluster-bins ## Every test: lint, unit, gRPC, integration (real kube-
 	JOBPLANE_CLUSTER_BIN="$(CLUSTER_BIN)" go test -race -count=1 -timeout 30m $(PACKAGES)
 	go test -run '^$$' -fuzz FuzzPlanSync -fuzztime 30s ./services/planner/internal/svc/
 
+.PHONY: test-unit
+test-unit: ## Unit and gRPC tests, no cluster binaries (go test -short).
+	go test -short -count=1 $(PACKAGES)
+
 .PHONY: fuzz
 fuzz: ## Fuzz PlanSync for FUZZTIME (default 10m), then keep what it found in the committed corpus.
 	go test -run '^$$' -fuzz FuzzPlanSync -fuzztime $(or $(FUZZTIME),10m) ./services/planner/internal/svc/
@@ -49,15 +53,18 @@ generate: tools ## Regenerate gen/ from proto/.
 	PATH="$(TOOLS_BIN):$$PATH" buf generate --path proto/jobplane
 
 .PHONY: lint
-lint: tools ## go vet, buf lint, buf format, and generated code up to date.
+lint: tools ## gofmt, go vet, staticcheck, buf lint, buf format, and generated code up to date.
+	@unformatted=$$(gofmt -l lib services gen hack); \
+	if [[ -n $$unformatted ]]; then echo "not gofmt-ed (run gofmt -w):" >&2; echo "$$unformatted" >&2; exit 1; fi
 	go vet $(PACKAGES)
+	"$(TOOLS_BIN)/staticcheck" $(PACKAGES)
 	PATH="$(TOOLS_BIN):$$PATH" buf lint
 	PATH="$(TOOLS_BIN):$$PATH" buf format --diff --exit-code
 	hack/check-generated.sh
 	hack/check-pins.sh
 
 .PHONY: tools
-tools: ## Build buf, protoc-gen-go, protoc-gen-go-grpc and grpcurl (bin/grpcurl).
+tools: ## Build buf, protoc-gen-go, protoc-gen-go-grpc, staticcheck and grpcurl (bin/grpcurl).
 	@mkdir -p bin
 	@ln -sf "$(TOOLS_BIN)/grpcurl" bin/grpcurl
 

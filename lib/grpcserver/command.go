@@ -25,8 +25,10 @@ type Command struct {
 	Server Config
 	// Flags binds the service's own flags.
 	Flags func(fs *flag.FlagSet)
-	// Setup validates the service's own configuration and registers its
-	// handlers on srv. ctx ends when the server starts shutting down.
+	// Setup validates the service's own configuration and registers on srv
+	// its handlers, its long-lived work (srv.Go) and its readiness checks
+	// (srv.AddReadinessCheck). ctx ends on SIGTERM, when shutdown starts; the
+	// work's own ctx lasts until after the drain.
 	Setup func(ctx context.Context, srv *Server, log *slog.Logger) error
 }
 

@@ -14,8 +14,8 @@ import (
 type Config struct {
 	// Addr is the gRPC listen address (flag -grpc-addr).
 	Addr string
-	// MetricsAddr serves /metrics and /healthz over HTTP; empty disables it
-	// (flag -metrics-addr).
+	// MetricsAddr serves /metrics, /healthz (liveness) and /readyz
+	// (readiness) over HTTP; empty disables it (flag -metrics-addr).
 	MetricsAddr string
 	// MaxRecvMsgBytes bounds a received message (flag -max-recv-msg-bytes).
 	MaxRecvMsgBytes int
@@ -33,9 +33,13 @@ type Config struct {
 	// ShutdownDrain is how long the server reports NOT_SERVING before it stops
 	// accepting calls, so that load balancers move away (flag -shutdown-drain).
 	ShutdownDrain time.Duration
-	// ShutdownTimeout bounds the wait for calls in flight; past it the server
-	// stops hard (flag -shutdown-timeout).
+	// ShutdownTimeout bounds the wait for the long-lived work to return, then
+	// again the wait for calls in flight; past it the server stops hard
+	// (flag -shutdown-timeout).
 	ShutdownTimeout time.Duration
+	// ReadinessInterval is how often the readiness checks run, and how long
+	// one may take before it counts as failing (flag -readiness-interval).
+	ReadinessInterval time.Duration
 	// LogLevel is debug, info, warn or error (flag -log-level).
 	LogLevel string
 }
@@ -44,16 +48,17 @@ type Config struct {
 // metrics on metricsAddr.
 func Defaults(addr, metricsAddr string) Config {
 	return Config{
-		Addr:             addr,
-		MetricsAddr:      metricsAddr,
-		MaxRecvMsgBytes:  64 << 20,
-		MaxSendMsgBytes:  64 << 20,
-		KeepaliveMinTime: 10 * time.Second,
-		KeepaliveTime:    2 * time.Minute,
-		KeepaliveTimeout: 20 * time.Second,
-		ShutdownDrain:    2 * time.Second,
-		ShutdownTimeout:  15 * time.Second,
-		LogLevel:         "info",
+		Addr:              addr,
+		MetricsAddr:       metricsAddr,
+		MaxRecvMsgBytes:   64 << 20,
+		MaxSendMsgBytes:   64 << 20,
+		KeepaliveMinTime:  10 * time.Second,
+		KeepaliveTime:     2 * time.Minute,
+		KeepaliveTimeout:  20 * time.Second,
+		ShutdownDrain:     2 * time.Second,
+		ShutdownTimeout:   15 * time.Second,
+		ReadinessInterval: time.Second,
+		LogLevel:          "info",
 	}
 }
 
@@ -61,14 +66,15 @@ func Defaults(addr, metricsAddr string) Config {
 // defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "grpc-addr", c.Addr, "gRPC listen address")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "HTTP address of /metrics and /healthz; empty disables")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "HTTP address of /metrics, /healthz and /readyz; empty disables")
 	fs.IntVar(&c.MaxRecvMsgBytes, "max-recv-msg-bytes", c.MaxRecvMsgBytes, "largest message received, in bytes")
 	fs.IntVar(&c.MaxSendMsgBytes, "max-send-msg-bytes", c.MaxSendMsgBytes, "largest message sent, in bytes")
 	fs.DurationVar(&c.KeepaliveMinTime, "keepalive-min-time", c.KeepaliveMinTime, "clients pinging more often are disconnected")
 	fs.DurationVar(&c.KeepaliveTime, "keepalive-time", c.KeepaliveTime, "ping connections idle this long")
 	fs.DurationVar(&c.KeepaliveTimeout, "keepalive-timeout", c.KeepaliveTimeout, "close connections not answering a ping within this")
 	fs.DurationVar(&c.ShutdownDrain, "shutdown-drain", c.ShutdownDrain, "time reported NOT_SERVING before stopping on SIGTERM")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "wait for calls in flight at most this long, then stop hard")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "wait for long-lived work, then for calls in flight, at most this long each; then stop hard")
+	fs.DurationVar(&c.ReadinessInterval, "readiness-interval", c.ReadinessInterval, "run the readiness checks this often; a check taking longer fails")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }
 
@@ -97,6 +103,7 @@ func (c Config) Validate() error {
 		{"keepalive-time", c.KeepaliveTime},
 		{"keepalive-timeout", c.KeepaliveTimeout},
 		{"shutdown-timeout", c.ShutdownTimeout},
+		{"readiness-interval", c.ReadinessInterval},
 	} {
 		if d.value <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.value))

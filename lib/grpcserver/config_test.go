@@ -16,12 +16,13 @@ func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
 	cfg.MaxRecvMsgBytes = 0
 	cfg.KeepaliveTime = -1
 	cfg.ShutdownDrain = -1
+	cfg.ReadinessInterval = 0
 	cfg.LogLevel = "chatty"
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("invalid configuration accepted")
 	}
-	for _, want := range []string{"grpc-addr", "metrics-addr", "max-recv-msg-bytes", "keepalive-time", "shutdown-drain", "log-level"} {
+	for _, want := range []string{"grpc-addr", "metrics-addr", "max-recv-msg-bytes", "keepalive-time", "shutdown-drain", "readiness-interval", "log-level"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s: %v", want, err)
 		}

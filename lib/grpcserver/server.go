@@ -1,7 +1,9 @@
 // Package grpcserver builds the gRPC server every jobplane service runs: one
-// interceptor chain (metrics, logging, panic recovery), health per service,
-// reflection, bounded messages, keepalive enforcement, /metrics and /healthz
-// over HTTP, and a graceful shutdown. A service only adds its handlers.
+// interceptor chain (metrics, logging, panic recovery), health per service
+// gated by readiness checks, reflection, bounded messages, keepalive
+// enforcement, /metrics, /healthz and /readyz over HTTP, long-lived work run
+// beside gRPC in the same lifecycle, and a graceful shutdown. A service only
+// adds its handlers, its work and its checks.
 package grpcserver
 
 import (
@@ -12,6 +14,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -46,7 +53,23 @@ type Server struct {
 	registry *prometheus.Registry
 	panics   prometheus.Counter
 	services []string
+	work     []work
+	checks   []readinessCheck
+	served   atomic.Bool
 	stopping atomic.Bool
+
+	readyMu sync.Mutex
+	failing []string // the readiness checks that failed their last run
+}
+
+type work struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+type readinessCheck struct {
+	name  string
+	check func(ctx context.Context) error
 }
 
 // New builds a server from a validated configuration.
@@ -104,7 +127,7 @@ func (s *Server) interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamSer
 	})
 	recoveryOpt := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		s.panics.Inc()
-		s.log.ErrorContext(ctx, "panic in gRPC handler", "panic", fmt.Sprint(p))
+		s.log.ErrorContext(ctx, "panic in gRPC handler", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		return status.Error(codes.Internal, "internal error; the server logged the cause")
 	})
 	unary := []grpc.UnaryServerInterceptor{
@@ -121,10 +144,39 @@ func (s *Server) interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamSer
 }
 
 // RegisterService adds a service implementation; its health status becomes
-// SERVING when the server starts serving.
+// SERVING when the server starts serving and every readiness check passes.
 func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	s.grpc.RegisterService(desc, impl)
 	s.services = append(s.services, desc.ServiceName)
+}
+
+// Go registers long-lived work (informers, workers, leader election) to run
+// beside gRPC from the moment Serve starts. Its ctx is cancelled on shutdown,
+// after the drain, and the server waits for run to return before it stops
+// gRPC. Work that returns while the server serves, with an error or without
+// one (work that quietly stops is work lost), shuts the server down and Serve
+// returns the error, so the process exits non-zero. Call it before Serve.
+func (s *Server) Go(name string, run func(ctx context.Context) error) {
+	s.mustNotServeYet("Go")
+	s.work = append(s.work, work{name: name, run: run})
+}
+
+// AddReadinessCheck gates health: the overall "" service and every registered
+// service report NOT_SERVING, and /readyz answers 503, until every check
+// passes. Checks run every ReadinessInterval while the server serves, each
+// bounded by that interval; one failing flips health back to NOT_SERVING.
+// Call it before Serve.
+func (s *Server) AddReadinessCheck(name string, check func(ctx context.Context) error) {
+	s.mustNotServeYet("AddReadinessCheck")
+	s.checks = append(s.checks, readinessCheck{name: name, check: check})
+}
+
+// mustNotServeYet panics, as grpc.Server.RegisterService does, because work
+// or a check added to a serving server would silently never run.
+func (s *Server) mustNotServeYet(method string) {
+	if s.served.Load() {
+		panic("grpcserver: " + method + " after Serve")
+	}
 }
 
 // Registry is where a service registers its own Prometheus metrics.
@@ -148,14 +200,30 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Serve serves gRPC on lis and, when metricsLis is not nil, HTTP on
-// metricsLis, until ctx is done; then it shuts down: NOT_SERVING, a drain
-// period, GracefulStop, and a hard Stop past the shutdown timeout.
+// metricsLis, and runs the long-lived work, until ctx is done or something
+// fails; then it shuts down (see shutdown) and returns what failed, if
+// anything.
 func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error {
-	s.metrics.InitializeMetrics(s.grpc)
-	for _, name := range s.services {
-		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	if !s.served.CompareAndSwap(false, true) {
+		return errors.New("grpcserver: Serve called twice")
 	}
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.metrics.InitializeMetrics(s.grpc)
+	// Until the checks have run, every one of them counts as failing.
+	s.setReadiness(checkNames(s.checks))
+	readyCtx, stopReadiness := context.WithCancel(ctx)
+	defer stopReadiness()
+	go s.watchReadiness(readyCtx)
+
+	// The work outlives ctx: it is cancelled after the drain, by shutdown.
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	workFailed := make(chan error, len(s.work))
+	var workers errgroup.Group
+	for _, w := range s.work {
+		workers.Go(func() error { return s.runWork(ctx, workCtx, w, workFailed) })
+	}
+	workDone := make(chan error, 1)
+	go func() { workDone <- workers.Wait() }()
 
 	errc := make(chan error, 2)
 	go func() { errc <- s.grpc.Serve(lis) }()
@@ -176,23 +244,62 @@ func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error 
 	select {
 	case <-ctx.Done():
 	case serveErr = <-errc:
+		s.log.Error("serving failed; shutting down", "err", serveErr)
+	case serveErr = <-workFailed: // runWork logged it
 	}
-	s.shutdown()
+	stopReadiness()
+	shutdownErr := s.shutdown(stopWork, workDone)
 	if httpSrv != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = httpSrv.Shutdown(shutdownCtx)
 	}
-	return serveErr
+	return errors.Join(serveErr, shutdownErr)
 }
 
-func (s *Server) shutdown() {
-	if !s.stopping.CompareAndSwap(false, true) {
-		return
+// runWork runs w until it returns. Returning before shutdown began is a
+// failure, reported on failed so that Serve shuts down; an error other than
+// cancellation while stopping is returned, so that Serve still reports it.
+func (s *Server) runWork(ctx, workCtx context.Context, w work, failed chan<- error) error {
+	err := w.run(workCtx)
+	// ctx done means SIGTERM arrived even if shutdown has not marked it yet.
+	if ctx.Err() == nil && !s.stopping.Load() {
+		if err == nil {
+			err = fmt.Errorf("%s stopped", w.name)
+		} else {
+			err = fmt.Errorf("%s: %w", w.name, err)
+		}
+		s.log.Error("long-lived work failed; shutting down", "work", w.name, "err", err)
+		failed <- err
+		return nil
 	}
+	if err == nil || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	err = fmt.Errorf("%s while stopping: %w", w.name, err)
+	s.log.Error("long-lived work failed while stopping", "work", w.name, "err", err)
+	return err
+}
+
+// shutdown stops in the order that loses nothing: NOT_SERVING, so that load
+// balancers move away during the drain; then the long-lived work stops taking
+// work and finishes what it holds; then gRPC stops gracefully, hard past the
+// shutdown timeout. It returns the work's errors while stopping, or that the
+// work outlived the shutdown timeout.
+func (s *Server) shutdown(stopWork context.CancelFunc, workDone <-chan error) error {
+	s.stopping.Store(true)
 	s.log.Info("shutting down", "drain", s.cfg.ShutdownDrain.String())
 	s.health.Shutdown()
 	time.Sleep(s.cfg.ShutdownDrain)
+
+	stopWork()
+	var workErr error
+	select {
+	case workErr = <-workDone:
+	case <-time.After(s.cfg.ShutdownTimeout):
+		workErr = fmt.Errorf("long-lived work still running after the shutdown timeout of %s", s.cfg.ShutdownTimeout)
+		s.log.Warn("long-lived work still running after the shutdown timeout; stopping gRPC anyway")
+	}
 
 	done := make(chan struct{})
 	go func() {
@@ -206,6 +313,79 @@ func (s *Server) shutdown() {
 		s.log.Warn("calls still in flight after the shutdown timeout; stopping hard")
 		s.grpc.Stop()
 	}
+	return workErr
+}
+
+// watchReadiness runs the checks now and then every ReadinessInterval until
+// ctx is done; it sets health and logs only when the failing set changes.
+func (s *Server) watchReadiness(ctx context.Context) {
+	if len(s.checks) == 0 {
+		return
+	}
+	tick := time.NewTicker(s.cfg.ReadinessInterval)
+	defer tick.Stop()
+	var last []string
+	for first := true; ; first = false {
+		var failing []string
+		var errs []error
+		for _, c := range s.checks {
+			checkCtx, cancel := context.WithTimeout(ctx, s.cfg.ReadinessInterval)
+			err := c.check(checkCtx)
+			cancel()
+			if err != nil {
+				failing = append(failing, c.name)
+				errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+			}
+		}
+		if ctx.Err() != nil {
+			return // checks cut short by shutdown say nothing of readiness
+		}
+		if first || !slices.Equal(failing, last) {
+			s.setReadiness(failing)
+			if len(failing) > 0 {
+				s.log.Warn("not ready", "failing", failing, "err", errors.Join(errs...))
+			} else {
+				s.log.Info("ready")
+			}
+		}
+		last = failing
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// setReadiness records the failing checks for /readyz and sets health:
+// SERVING only when none fails. After health.Shutdown the health server
+// ignores it, so shutdown wins over readiness.
+func (s *Server) setReadiness(failing []string) {
+	s.readyMu.Lock()
+	s.failing = failing
+	s.readyMu.Unlock()
+	status := healthpb.HealthCheckResponse_SERVING
+	if len(failing) > 0 {
+		status = healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	s.health.SetServingStatus("", status)
+	for _, name := range s.services {
+		s.health.SetServingStatus(name, status)
+	}
+}
+
+func (s *Server) failingChecks() []string {
+	s.readyMu.Lock()
+	defer s.readyMu.Unlock()
+	return s.failing
+}
+
+func checkNames(checks []readinessCheck) []string {
+	var names []string
+	for _, c := range checks {
+		names = append(names, c.name)
+	}
+	return names
 }
 
 func (s *Server) httpHandler() http.Handler {
@@ -214,6 +394,17 @@ func (s *Server) httpHandler() http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if s.stopping.Load() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if s.stopping.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if failing := s.failingChecks(); len(failing) > 0 {
+			http.Error(w, "not ready: "+strings.Join(failing, ", "), http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

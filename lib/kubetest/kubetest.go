@@ -29,8 +29,13 @@ var (
 )
 
 // Binaries returns the directory holding etcd, kube-apiserver and the rest.
+// In -short mode it skips the test instead: building them takes minutes, and
+// make test-unit promises tests that need none of them.
 func Binaries(tb testing.TB) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs the cluster binaries; skipped in -short mode (make test-unit)")
+	}
 	binOnce.Do(func() {
 		if dir := os.Getenv(BinEnv); dir != "" {
 			binDir = dir

@@ -216,10 +216,6 @@ func restarts(container string, n int32) podOpt {
 	}
 }
 
-func ownedBy(uid types.UID) podOpt {
-	return func(p *corev1.Pod) { p.OwnerReferences[0].UID = uid }
-}
-
 // syncOpt changes a snapshot.
 type syncOpt func(*Snapshot)
 
