@@ -67,6 +67,16 @@ jobplane is running. From ${root}, in another terminal:
   bin/grpcurl -plaintext -d @ 127.0.0.1:50051 jobplane.v1.PlannerService/PlanSync < services/planner/testdata/plansync-indexed-job.json
   bin/grpcurl -plaintext -d '{"job":{"metadata":{"name":"x","namespace":"default"},"spec":{"parallelism":-1,"template":{"spec":{"restartPolicy":"Always","containers":[{"name":"main","image":"busybox"}]}}}}}' 127.0.0.1:50051 jobplane.v1.PlannerService/ValidateJob
 
+  # Run a Job through the executor: submit it, follow it, read it with its pods.
+  bin/grpcurl -plaintext -d @ 127.0.0.1:50052 jobplane.v1.ExecutorService/SubmitJob < deploy/examples/submit-job.json
+  bin/grpcurl -plaintext -d '{"namespace":"default","labelSelector":"app=example"}' 127.0.0.1:50052 jobplane.v1.ExecutorService/WatchJobs
+  bin/grpcurl -plaintext -d '{"namespace":"default","name":"example","includePods":true}' 127.0.0.1:50052 jobplane.v1.ExecutorService/GetJob
+  bin/grpcurl -plaintext -d '{"namespace":"default"}' 127.0.0.1:50052 jobplane.v1.ExecutorService/ListJobs
+
+  # The same with kubectl: spec.managedBy hands a Job to jobplane.
+  $(hack/build-bins.sh cluster | tail -n 1)/kubectl --kubeconfig ${kubeconfig} apply -f deploy/examples/job.yaml
+  $(hack/build-bins.sh cluster | tail -n 1)/kubectl --kubeconfig ${kubeconfig} get job example-kubectl -w
+
   # The next runs of a schedule in a time zone (across the 2026 daylight-saving change):
   bin/grpcurl -plaintext -d '{"schedule":"30 9 * * MON-FRI","timeZone":"Europe/Paris","from":"2026-03-26T00:00:00Z","count":4}' 127.0.0.1:50053 jobplane.v1.CronService/PreviewSchedule
 

@@ -45,7 +45,7 @@ type config struct {
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; empty uses the in-cluster configuration")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (default $KUBECONFIG); empty uses the in-cluster configuration")
 	fs.StringVar(&c.plannerAddr, "planner-addr", "127.0.0.1:50051", "address of the PlannerService")
 	fs.StringVar(&c.managedBy, "managed-by", svc.DefaultManagedBy, "spec.managedBy of the Jobs to run")
 	fs.StringVar(&c.finalizer, "tracking-finalizer", plan.DefaultTrackingFinalizer, "pod tracking finalizer")

@@ -106,7 +106,7 @@ func (c *Controller) adoptionCheck(job *batchv1.Job) func(context.Context) error
 		case fresh.UID != job.UID:
 			result = fmt.Errorf("original Job %s/%s is gone: got uid %s, wanted %s", job.Namespace, job.Name, fresh.UID, job.UID)
 		case fresh.DeletionTimestamp != nil:
-			result = fmt.Errorf("Job %s/%s is being deleted; not adopting", job.Namespace, job.Name)
+			result = fmt.Errorf("the Job %s/%s is being deleted; not adopting", job.Namespace, job.Name)
 		}
 		return result
 	}
