@@ -96,10 +96,15 @@ func main() {
 }
 
 func setup(cfg config, srv *grpcserver.Server, log *slog.Logger) error {
+	metrics := controller.NewMetrics()
+	if err := metrics.Register(srv.Registry()); err != nil {
+		return err
+	}
 	restCfg, err := restConfig(cfg)
 	if err != nil {
 		return err
 	}
+	restCfg.Wrap(metrics.Transport)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err
@@ -111,10 +116,6 @@ func setup(cfg config, srv *grpcserver.Server, log *slog.Logger) error {
 	}
 	planner := plannerclient.New(conn)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	metrics := controller.NewMetrics()
-	if err := metrics.Register(srv.Registry()); err != nil {
-		return err
-	}
 	ctrl, err := controller.New(controller.Config{
 		Client: client, Informers: factory, Planner: planner,
 		ManagedBy: cfg.managedBy, Finalizer: cfg.finalizer, Log: log, Metrics: metrics,
@@ -168,6 +169,8 @@ func restConfig(cfg config) (*rest.Config, error) {
 		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
 	}
 	restCfg.UserAgent = "jobplane-executor"
+	// A request the API server never answers must not hold a worker.
+	restCfg.Timeout = 30 * time.Second
 	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
 	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst)
 	return restCfg, nil

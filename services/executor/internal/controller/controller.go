@@ -47,6 +47,9 @@ const (
 	// Per-item backoff of a Job whose sync failed.
 	defaultJobAPIBackoff = time.Second
 	maxJobAPIBackoff     = time.Minute
+	// plannerTimeout bounds one planner call: a planner that hangs must not
+	// hold a worker (or shutdown) forever.
+	plannerTimeout = 30 * time.Second
 )
 
 // Planner answers snapshots with plans.
@@ -229,6 +232,7 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 	shared, err := c.jobs.Jobs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.state.Forget(key)
+		c.metrics.jobDone(key)
 		return nil, nil, nil, notFound(ns, name)
 	}
 	if err != nil {
@@ -256,7 +260,9 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 	}
 	req := plan.NewRequest(job, pods, state, c.cfg.Clock.Now(), c.cfg.Finalizer)
 	planStart := time.Now()
-	resp, err := c.cfg.Planner.Plan(ctx, req)
+	planCtx, cancel := context.WithTimeout(ctx, plannerTimeout)
+	resp, err := c.cfg.Planner.Plan(planCtx, req)
+	cancel()
 	c.metrics.plannerDuration.Observe(time.Since(planStart).Seconds())
 	if err != nil {
 		c.metrics.plannerErrors.Inc()

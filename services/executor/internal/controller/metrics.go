@@ -19,6 +19,9 @@ type Metrics struct {
 	podsCreated       *prometheus.CounterVec
 	indexesFinished   *prometheus.CounterVec
 	finalizersRemoved *prometheus.CounterVec
+	apiRequests       *prometheus.CounterVec
+	apiRequestsPerJob prometheus.Histogram
+	perJob            jobRequestCounts
 	plannerDuration   prometheus.Histogram
 	plannerErrors     prometheus.Counter
 }
@@ -51,6 +54,14 @@ func NewMetrics() *Metrics {
 		finalizersRemoved: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jobplane_pod_tracking_finalizer_removals_total", Help: "Tracking finalizers removed: from finished pods, before deletion, from orphans.",
 		}, []string{"cause"}),
+		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jobplane_kube_api_requests_total", Help: "Requests of the executor to the Kubernetes API, by method and resource.",
+		}, []string{"method", "resource"}),
+		apiRequestsPerJob: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "jobplane_job_api_requests", Help: "Kubernetes API requests one Job cost, observed when it finishes or is deleted.",
+			Buckets: prometheus.ExponentialBuckets(4, 2, 14),
+		}),
+		perJob: jobRequestCounts{perJob: map[string]int{}},
 		plannerDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "jobplane_planner_call_duration_seconds", Help: "Round trip of one PlanSync over the stream.",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
@@ -64,7 +75,7 @@ func NewMetrics() *Metrics {
 // Register adds the metrics to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.syncDuration, m.syncs, m.jobsFinished, m.podsFinished, m.failurePolicy,
-		m.podsCreated, m.indexesFinished, m.finalizersRemoved, m.plannerDuration, m.plannerErrors} {
+		m.podsCreated, m.indexesFinished, m.finalizersRemoved, m.apiRequests, m.apiRequestsPerJob, m.plannerDuration, m.plannerErrors} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -68,6 +68,7 @@ func (c *Controller) perform(ctx context.Context, key string, job *batchv1.Job, 
 	if failure == nil {
 		if p.ReleaseJobState {
 			c.state.Release(key)
+			c.metrics.jobDone(key)
 		}
 		c.metrics.recordPlan(p)
 	}

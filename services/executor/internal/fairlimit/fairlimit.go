@@ -24,7 +24,8 @@ func WithKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, keyType{}, key)
 }
 
-func keyOf(ctx context.Context) string {
+// KeyOf is the key WithKey set on ctx, or "".
+func KeyOf(ctx context.Context) string {
 	k, _ := ctx.Value(keyType{}).(string)
 	return k
 }
@@ -67,7 +68,7 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		l.mu.Unlock()
 		return nil
 	}
-	key := keyOf(ctx)
+	key := KeyOf(ctx)
 	w := make(chan struct{})
 	if len(l.lanes[key]) == 0 {
 		l.ring = append(l.ring, key)
