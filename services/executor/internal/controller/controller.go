@@ -195,7 +195,8 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	// A sync in hand finishes even while the process stops: its writes
 	// are bounded, and cutting them short would only leave work for later.
 	_, _, _, err := c.sync(context.WithoutCancel(ctx), key)
-	if err == nil {
+	if err == nil || jobGoneOrNotOurs(err) {
+		// As the reference, a Job deleted or not ours is done with.
 		c.queue.Forget(key)
 		return true
 	}
