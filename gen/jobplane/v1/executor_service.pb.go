@@ -764,8 +764,11 @@ type WatchJobsResponse struct {
 	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	// The Job after the change (before it, for DELETED).
 	Job *Job `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
-	// The Job's metadata.resourceVersion after the change: the version to
-	// resume the watch from.
+	// The version to resume the watch from: the Job's resourceVersion after
+	// the change. Of the ADDED events of the initial state only the last
+	// carries one, the version of that whole state (resuming from an earlier
+	// Job's could miss Jobs not sent yet); resume from the last non-empty
+	// resource_version received.
 	ResourceVersion string `protobuf:"bytes,3,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache

@@ -44,13 +44,17 @@ const (
 type ExecutorServiceClient interface {
 	// SubmitJob creates a Job managed by jobplane. It is idempotent: submitting
 	// a Job whose namespace/name exists with the same spec returns the existing
-	// Job with created=false. spec.managedBy is set to "jobplane.dev/executor"
-	// when empty.
+	// Job with created=false. The same spec is the one the API server would
+	// store for this submission (its defaults applied, learnt with a dry run),
+	// the selector and template labels it generates from the name and UID
+	// aside; metadata is not compared. spec.managedBy is set to
+	// "jobplane.dev/executor" when empty.
 	//
-	// Errors: INVALID_ARGUMENT (field violations) for an invalid Job or one
-	// managed by another controller; ALREADY_EXISTS when a different Job of
-	// that name exists (the message says what differs); UNAVAILABLE when the
-	// API server cannot be reached or this replica does not lead.
+	// Errors: INVALID_ARGUMENT (field violations) for an invalid Job, one
+	// managed by another controller or one with a resourceVersion;
+	// ALREADY_EXISTS when a different Job of that name exists (the message
+	// says what differs); UNAVAILABLE when the API server cannot be reached or
+	// this replica does not lead.
 	SubmitJob(ctx context.Context, in *SubmitJobRequest, opts ...grpc.CallOption) (*SubmitJobResponse, error)
 	// Execute performs a given plan for a Job, in order, stopping at the first
 	// action that fails, and reports the outcome of each action.
@@ -204,13 +208,17 @@ func (c *executorServiceClient) DeleteJob(ctx context.Context, in *DeleteJobRequ
 type ExecutorServiceServer interface {
 	// SubmitJob creates a Job managed by jobplane. It is idempotent: submitting
 	// a Job whose namespace/name exists with the same spec returns the existing
-	// Job with created=false. spec.managedBy is set to "jobplane.dev/executor"
-	// when empty.
+	// Job with created=false. The same spec is the one the API server would
+	// store for this submission (its defaults applied, learnt with a dry run),
+	// the selector and template labels it generates from the name and UID
+	// aside; metadata is not compared. spec.managedBy is set to
+	// "jobplane.dev/executor" when empty.
 	//
-	// Errors: INVALID_ARGUMENT (field violations) for an invalid Job or one
-	// managed by another controller; ALREADY_EXISTS when a different Job of
-	// that name exists (the message says what differs); UNAVAILABLE when the
-	// API server cannot be reached or this replica does not lead.
+	// Errors: INVALID_ARGUMENT (field violations) for an invalid Job, one
+	// managed by another controller or one with a resourceVersion;
+	// ALREADY_EXISTS when a different Job of that name exists (the message
+	// says what differs); UNAVAILABLE when the API server cannot be reached or
+	// this replica does not lead.
 	SubmitJob(context.Context, *SubmitJobRequest) (*SubmitJobResponse, error)
 	// Execute performs a given plan for a Job, in order, stopping at the first
 	// action that fails, and reports the outcome of each action.

@@ -1,0 +1,70 @@
+package svc
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/plan"
+)
+
+// Execute hands a plan to the controller, which performs it on the Job the
+// plan was computed for.
+func (s *ExecutorService) Execute(ctx context.Context, req *jobplanev1.ExecuteRequest) (*jobplanev1.ExecuteResponse, error) {
+	var v apierr.Violations
+	requireName(&v, req.GetNamespace(), req.GetName())
+	if req.GetUid() == "" {
+		v.Add("uid", "Required value: the UID of the Job the plan was computed for")
+	}
+	var p *plan.Plan
+	if req.GetPlan() == nil {
+		v.Add("plan", "Required value")
+	} else if converted, err := plan.FromProto(req.GetPlan(), "plan"); err != nil {
+		v = append(v, apierr.FieldViolations(err)...)
+	} else {
+		p = converted
+	}
+	if err := v.Err("invalid Execute request"); err != nil {
+		return nil, err
+	}
+	if err := s.mustLead(); err != nil {
+		return nil, err
+	}
+	outcomes, job, err := s.cfg.Runner.Execute(ctx, req.GetNamespace(), req.GetName(), types.UID(req.GetUid()), p)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.jobToProto(job)
+	if err != nil {
+		return nil, err
+	}
+	return &jobplanev1.ExecuteResponse{Outcomes: outcomes, Job: out}, nil
+}
+
+// SyncJob has the controller sync a Job now and answers the plan it
+// performed.
+func (s *ExecutorService) SyncJob(ctx context.Context, req *jobplanev1.SyncJobRequest) (*jobplanev1.SyncJobResponse, error) {
+	var v apierr.Violations
+	requireName(&v, req.GetNamespace(), req.GetName())
+	if err := v.Err("invalid SyncJob request"); err != nil {
+		return nil, err
+	}
+	if err := s.mustLead(); err != nil {
+		return nil, err
+	}
+	p, outcomes, job, err := s.cfg.Runner.SyncJob(ctx, req.GetNamespace(), req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.jobToProto(job)
+	if err != nil {
+		return nil, err
+	}
+	resp := &jobplanev1.SyncJobResponse{Outcomes: outcomes, Job: out}
+	if p != nil {
+		resp.Plan = plan.ToProto(p)
+	}
+	return resp, nil
+}
