@@ -86,16 +86,17 @@ func main() {
 		Name:   "executor",
 		Server: grpcserver.Defaults("127.0.0.1:50052", "127.0.0.1:9092"),
 		Flags:  cfg.registerFlags,
-		Setup: func(_ context.Context, srv *grpcserver.Server, log *slog.Logger) error {
+		Setup: func(ctx context.Context, srv *grpcserver.Server, log *slog.Logger) error {
 			if err := cfg.validate(); err != nil {
 				return fmt.Errorf("invalid configuration: %w", err)
 			}
-			return setup(cfg, srv, log)
+			return setup(ctx, cfg, srv, log)
 		},
 	}.Main()
 }
 
-func setup(cfg config, srv *grpcserver.Server, log *slog.Logger) error {
+// setup builds the executor; ctx ends when the server starts shutting down.
+func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Logger) error {
 	metrics := controller.NewMetrics()
 	if err := metrics.Register(srv.Registry()); err != nil {
 		return err
@@ -131,6 +132,7 @@ func setup(cfg config, srv *grpcserver.Server, log *slog.Logger) error {
 	}
 	srv.RegisterService(&jobplanev1.ExecutorService_ServiceDesc, svc.NewExecutorService(svc.Config{
 		Client: client, Jobs: ctrl.Jobs(), PodsOf: ctrl.PodsOf, Runner: runner, ManagedBy: cfg.managedBy, Log: log,
+		Done: ctx.Done(),
 	}))
 
 	srv.Go("informers", func(ctx context.Context) error {
