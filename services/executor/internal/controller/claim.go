@@ -54,6 +54,9 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job) ([]*corev1
 			pods = append(pods, pod)
 			continue
 		}
+		if job.DeletionTimestamp != nil {
+			continue // a Job being deleted releases nothing, as the reference
+		}
 		if err := c.pods.release(ctx, pod, job, c.cfg.Finalizer); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("releasing pod %s: %w", pod.Name, err))
 		}
@@ -61,7 +64,7 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job) ([]*corev1
 	canAdopt := c.adoptionCheck(job)
 	for _, obj := range orphans {
 		pod := obj.(*corev1.Pod)
-		if pod.DeletionTimestamp != nil || selector.Empty() || !selector.Matches(labels.Set(pod.Labels)) {
+		if job.DeletionTimestamp != nil || pod.DeletionTimestamp != nil || selector.Empty() || !selector.Matches(labels.Set(pod.Labels)) {
 			continue
 		}
 		if err := canAdopt(ctx); err != nil {
