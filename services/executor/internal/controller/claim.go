@@ -50,7 +50,7 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job) ([]*corev1
 	var errs []error
 	for _, obj := range owned {
 		pod := obj.(*corev1.Pod)
-		if selector.Matches(labels.Set(pod.Labels)) || pod.DeletionTimestamp != nil {
+		if selector.Matches(labels.Set(pod.Labels)) {
 			pods = append(pods, pod)
 			continue
 		}
