@@ -57,7 +57,7 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job) ([]*corev1
 		if job.DeletionTimestamp != nil {
 			continue // a Job being deleted releases nothing, as the reference
 		}
-		if err := c.pods.release(ctx, pod, job, c.cfg.Finalizer); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.pods.release(ctx, pod, job, c.cfg.Finalizer); err != nil && !gone(err) {
 			errs = append(errs, fmt.Errorf("releasing pod %s: %w", pod.Name, err))
 		}
 	}

@@ -282,8 +282,24 @@ func gone(err error) bool {
 	return apierrors.IsNotFound(err) || isUIDPreconditionFailure(err)
 }
 
+// isUIDPreconditionFailure says whether a write was refused because the pod
+// has another UID: a delete's UID precondition fails with a conflict, while
+// a patch whose metadata.uid differs is refused as an invalid change of the
+// immutable uid (the reference's ReleasePod relies on the same).
 func isUIDPreconditionFailure(err error) bool {
-	return apierrors.IsConflict(err) && strings.Contains(err.Error(), "UID")
+	if apierrors.IsConflict(err) {
+		return strings.Contains(err.Error(), "UID")
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }
 
 // errorList gathers the errors of parallel calls.
