@@ -1,0 +1,131 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// TestOrphanFinalizerCleanup pins the reference's handleSingleOrphanPod:
+// jobplane's finalizer is removed from a pod no running jobplane Job will
+// count, and only from those.
+func TestOrphanFinalizerCleanup(t *testing.T) {
+	job := newJob("job")
+	done := newJob("done", finished)
+	removeFinalizer := func(name string) string {
+		return fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q],"uid":"%s-uid"}}`, testFinalizer, name)
+	}
+	byName := func(name string) orphanKey { return orphanKey{namespace: testNamespace, name: name} }
+	bySelector := func(selector string) orphanKey { return orphanKey{namespace: testNamespace, selector: selector} }
+	cases := []struct {
+		name    string
+		objects []runtime.Object
+		key     orphanKey
+		inject  func(f *fixture)
+		// wantPatches are the patch bodies by pod.
+		wantPatches map[string][]string
+		wantErr     bool
+	}{{
+		name:        "pod with our finalizer whose Job is gone: finalizer removed",
+		objects:     []runtime.Object{newPod("pod", job)},
+		key:         byName("pod"),
+		wantPatches: map[string][]string{"pod": {removeFinalizer("pod")}},
+	}, {
+		name:        "pod with our finalizer and no controller: finalizer removed",
+		objects:     []runtime.Object{newPod("pod", nil)},
+		key:         byName("pod"),
+		wantPatches: map[string][]string{"pod": {removeFinalizer("pod")}},
+	}, {
+		name:        "pod of a finished jobplane Job: finalizer removed",
+		objects:     []runtime.Object{done, newPod("pod", done, succeeded)},
+		key:         byName("pod"),
+		wantPatches: map[string][]string{"pod": {removeFinalizer("pod")}},
+	}, {
+		name:    "pod of a running jobplane Job: untouched",
+		objects: []runtime.Object{job, newPod("pod", job)},
+		key:     byName("pod"),
+	}, {
+		name:    "pod controlled by a ReplicaSet: untouched",
+		objects: []runtime.Object{newPod("pod", nil, ownedBy("ReplicaSet", "apps/v1", "rs", "rs-uid"))},
+		key:     byName("pod"),
+	}, {
+		name:    "pod controlled by a Job of another API group: untouched",
+		objects: []runtime.Object{newPod("pod", nil, ownedBy("Job", "example.com/v1", "job", "job-uid"))},
+		key:     byName("pod"),
+	}, {
+		name:    "pod with only the built-in finalizer batch.kubernetes.io/job-tracking: untouched",
+		objects: []runtime.Object{newPod("pod", nil, withFinalizers(builtinFinalizer))},
+		key:     byName("pod"),
+	}, {
+		name: "pod gone from the cache: nothing to do",
+		key:  byName("pod"),
+	}, {
+		name:        "pod gone before the patch: done",
+		objects:     []runtime.Object{newPod("pod", nil)},
+		key:         byName("pod"),
+		inject:      func(f *fixture) { f.failNamed("patch", "pods", "", "pod", apierrors.NewNotFound(podsResource, "pod")) },
+		wantPatches: map[string][]string{"pod": {removeFinalizer("pod")}},
+	}, {
+		name:        "pod replaced by one of the same name before the patch (uid refused): done",
+		objects:     []runtime.Object{newPod("pod", nil)},
+		key:         byName("pod"),
+		inject:      func(f *fixture) { f.failNamed("patch", "pods", "", "pod", uidChanged("pod")) },
+		wantPatches: map[string][]string{"pod": {removeFinalizer("pod")}},
+	}, {
+		name:        "patch refused: an error, to retry",
+		objects:     []runtime.Object{newPod("pod", nil)},
+		key:         byName("pod"),
+		inject:      func(f *fixture) { f.failNamed("patch", "pods", "", "pod", internalError()) },
+		wantPatches: map[string][]string{"pod": {removeFinalizer("pod")}},
+		wantErr:     true,
+	}, {
+		name: "selector of a finished Job: its pods with our finalizer released, the others untouched",
+		objects: []runtime.Object{done,
+			newPod("tracked", done, succeeded),
+			newPod("untracked", done, succeeded, withFinalizers()),
+			newPod("builtin", done, succeeded, withFinalizers(builtinFinalizer)),
+			newPod("unrelated", nil, withLabels(map[string]string{"app": "other"})),
+		},
+		key:         bySelector("batch.kubernetes.io/controller-uid=done-uid"),
+		wantPatches: map[string][]string{"tracked": {removeFinalizer("tracked")}},
+	}, {
+		name:        "selector of a deleted Job: its pods released",
+		objects:     []runtime.Object{newPod("a", done), newPod("b", done)},
+		key:         bySelector("batch.kubernetes.io/controller-uid=done-uid"),
+		wantPatches: map[string][]string{"a": {removeFinalizer("a")}, "b": {removeFinalizer("b")}},
+	}, {
+		name:        "selector with one refused patch: the others still released, an error to retry",
+		objects:     []runtime.Object{newPod("a", done), newPod("b", done)},
+		key:         bySelector("batch.kubernetes.io/controller-uid=done-uid"),
+		inject:      func(f *fixture) { f.failNamed("patch", "pods", "", "a", internalError()) },
+		wantPatches: map[string][]string{"a": {removeFinalizer("a")}, "b": {removeFinalizer("b")}},
+		wantErr:     true,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.objects...)
+			if tc.inject != nil {
+				tc.inject(f)
+			}
+			f.c.orphans.Add(tc.key)
+			f.c.processNextOrphan(context.Background())
+			if got := f.patches(); len(got)+len(tc.wantPatches) > 0 && !reflect.DeepEqual(got, tc.wantPatches) {
+				t.Errorf("patches =\n%v\nwant\n%v", got, tc.wantPatches)
+			}
+			if n := len(f.client.Actions()); n != len(f.patches()) {
+				t.Errorf("actions = %v, want only patches", f.actions())
+			}
+			wantQueue := []queueCall[orphanKey]{{"Add", tc.key, 0}}
+			if tc.wantErr {
+				wantQueue = append(wantQueue, queueCall[orphanKey]{"AddRateLimited", tc.key, 0})
+			}
+			if got := f.orphans.recorded(); !reflect.DeepEqual(got, wantQueue) {
+				t.Errorf("orphan queue additions = %+v, want %+v", got, wantQueue)
+			}
+		})
+	}
+}

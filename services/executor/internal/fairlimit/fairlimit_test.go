@@ -1,0 +1,217 @@
+package fairlimit
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waiting is how many requests of key wait in its lane.
+func waiting(l *Limiter, key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lanes[key])
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// grantLog records the order and time of grants.
+type grantLog struct {
+	mu     sync.Mutex
+	keys   []string
+	times  []time.Time
+	errors []error
+}
+
+func (g *grantLog) wait(l *Limiter, ctx context.Context, key string) {
+	err := l.Wait(WithKey(ctx, key))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err != nil {
+		g.errors = append(g.errors, err)
+		return
+	}
+	g.keys = append(g.keys, key)
+	g.times = append(g.times, time.Now())
+}
+
+func (g *grantLog) len() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.keys)
+}
+
+// TestSmallJobIsNotStarvedByLargeJob: a Job with two requests waits for a
+// turn or two, not behind the fifty requests another Job queued first; and
+// the total rate stays the configured one.
+func TestSmallJobIsNotStarvedByLargeJob(t *testing.T) {
+	const qps, burst = 20, 1
+	l := New(qps, burst)
+	defer l.Stop()
+	if err := l.Wait(context.Background()); err != nil { // takes the burst
+		t.Fatal(err)
+	}
+
+	var g grantLog
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() { g.wait(l, context.Background(), "ns/large") })
+	}
+	eventually(t, 5*time.Second, "the large Job's 50 requests queued", func() bool {
+		return waiting(l, "ns/large")+g.len() == 50
+	})
+	for range 2 {
+		wg.Go(func() { g.wait(l, context.Background(), "ns/small") })
+	}
+	eventually(t, 5*time.Second, "the small Job's 2 requests queued", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		small := 0
+		for _, k := range g.keys {
+			if k == "ns/small" {
+				small++
+			}
+		}
+		return waiting(l, "ns/small")+small == 2
+	})
+	grantedBefore := g.len()
+	wg.Wait()
+
+	if len(g.errors) > 0 {
+		t.Fatalf("waits failed: %v", g.errors)
+	}
+	var smallAt []int
+	for i, k := range g.keys {
+		if k == "ns/small" {
+			smallAt = append(smallAt, i)
+		}
+	}
+	// In turn: at worst large, small, large, small after they queued.
+	if len(smallAt) != 2 || smallAt[1] >= grantedBefore+4 {
+		t.Errorf("the small Job's requests were granted %v-th of %d (%d grants before they queued); want both within the next 4", smallAt, len(g.keys), grantedBefore)
+	}
+	// Rate: the i-th grant after the first comes no earlier than the
+	// bucket allows (burst 1 was taken before), with a grant of slack for
+	// timer granularity.
+	first := g.times[0]
+	for i, at := range g.times {
+		allowed := 1 + qps*at.Sub(first).Seconds()
+		if float64(i) > allowed+1 {
+			t.Fatalf("grant %d came %s after the first: above %d QPS", i, at.Sub(first), qps)
+		}
+	}
+}
+
+// TestCancelledWaitersLeaveNothingBehind: a waiter whose context ends
+// returns its error and leaves its lane; the limiter then serves others.
+func TestCancelledWaitersLeaveNothingBehind(t *testing.T) {
+	l := New(2, 1)
+	defer l.Stop()
+	if err := l.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var g grantLog
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() { g.wait(l, ctx, "ns/cancelled") })
+	}
+	eventually(t, 5*time.Second, "5 waiters queued", func() bool { return waiting(l, "ns/cancelled")+g.len() == 5 })
+	cancel()
+	wg.Wait()
+	if granted := g.len(); granted > 1 {
+		t.Errorf("%d cancelled waiters were granted; at most the one due could be", granted)
+	}
+	for _, err := range g.errors {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled Wait returned %v, want context.Canceled", err)
+		}
+	}
+	l.mu.Lock()
+	lanes, ring := len(l.lanes), len(l.ring)
+	l.mu.Unlock()
+	if lanes != 0 || ring != 0 {
+		t.Errorf("after cancelling every waiter: %d lanes, %d keys in turn; want none", lanes, ring)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- l.Wait(WithKey(context.Background(), "ns/other")) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Wait after cancellations: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiter after cancelled ones was never granted")
+	}
+}
+
+func TestTryAcceptDoesNotJumpTheQueue(t *testing.T) {
+	l := New(1, 1)
+	defer l.Stop()
+	if !l.TryAccept() {
+		t.Fatal("TryAccept with a full bucket and nobody waiting = false")
+	}
+	if l.TryAccept() {
+		t.Fatal("TryAccept with an empty bucket = true")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = l.Wait(WithKey(ctx, "ns/a")) }()
+	eventually(t, 5*time.Second, "a waiter queued", func() bool { return waiting(l, "ns/a") == 1 })
+	if l.TryAccept() {
+		t.Error("TryAccept while another request waits = true")
+	}
+	if got := l.QPS(); got != 1 {
+		t.Errorf("QPS = %v, want 1", got)
+	}
+}
+
+// dispatchers counts the goroutines running a Limiter's dispatcher.
+func dispatchers() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "fairlimit.(*Limiter).dispatch(")
+}
+
+func TestStopEndsTheDispatcher(t *testing.T) {
+	cases := []struct {
+		name string
+		// busy has the dispatcher waiting for a token when Stop comes.
+		busy bool
+	}{
+		{name: "idle dispatcher"},
+		{name: "dispatcher waiting for the bucket to refill", busy: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eventually(t, 5*time.Second, "earlier tests' dispatchers stopped", func() bool { return dispatchers() == 0 })
+			l := New(0.1, 1)
+			eventually(t, 5*time.Second, "the dispatcher started", func() bool { return dispatchers() == 1 })
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			if tc.busy {
+				_ = l.Wait(ctx) // the burst
+				go func() { _ = l.Wait(WithKey(ctx, "ns/a")) }()
+				eventually(t, 5*time.Second, "a waiter queued", func() bool { return waiting(l, "ns/a") == 1 })
+			}
+			l.Stop()
+			l.Stop() // twice is harmless
+			eventually(t, 5*time.Second, "the dispatcher ended", func() bool { return dispatchers() == 0 })
+		})
+	}
+}
