@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,6 +65,9 @@ func TestSlowStart(t *testing.T) {
 		// wantCreates is the number of creations attempted.
 		wantCreates int
 		wantOutcome []outcome
+		// wantMetric is job_pods_creation_total{status=succeeded,failed}:
+		// the reference counts refused creations as succeeded too.
+		wantMetric [2]float64
 		// wantPending is PendingCreations right after the sync, when the
 		// informer has seen none of the new pods; wantObserved after it
 		// has seen all of them.
@@ -71,30 +76,35 @@ func TestSlowStart(t *testing.T) {
 		name:        "all 10 created in batches of 1, 2, 4 and 3",
 		wantCreates: 10,
 		wantOutcome: []outcome{{resultDone, 10, 0}, {resultDone, 1, 0}},
+		wantMetric:  [2]float64{10, 0},
 		wantPending: 10, wantObserved: 0,
 	}, {
 		name:     "the 1st create fails: the 9 others are skipped",
 		failCall: 1, err: quotaExceeded(),
 		wantCreates: 1,
 		wantOutcome: []outcome{{resultFailed, 0, 10}, {resultSkipped, 0, 1}},
+		wantMetric:  [2]float64{1, 1},
 		wantPending: 0, wantObserved: 0,
 	}, {
 		name:     "the 2nd create fails: its batch of 2 ends the slow start, 7 skipped",
 		failCall: 2, err: quotaExceeded(),
 		wantCreates: 3,
 		wantOutcome: []outcome{{resultFailed, 2, 8}, {resultSkipped, 0, 1}},
+		wantMetric:  [2]float64{3, 1},
 		wantPending: 2, wantObserved: 0,
 	}, {
 		name:     "the 4th create fails: batches of 1, 2 and 4 tried (7 creates), 3 skipped",
 		failCall: 4, err: quotaExceeded(),
 		wantCreates: 7,
 		wantOutcome: []outcome{{resultFailed, 6, 4}, {resultSkipped, 0, 1}},
+		wantMetric:  [2]float64{7, 1},
 		wantPending: 6, wantObserved: 0,
 	}, {
 		name:     "the 8th create fails, in the last batch: nothing left to skip",
 		failCall: 8, err: quotaExceeded(),
 		wantCreates: 10,
 		wantOutcome: []outcome{{resultFailed, 9, 1}, {resultSkipped, 0, 1}},
+		wantMetric:  [2]float64{10, 1},
 		wantPending: 9, wantObserved: 0,
 	}, {
 		// As the reference: no event, no failure, and the expectation is
@@ -103,6 +113,7 @@ func TestSlowStart(t *testing.T) {
 		failCall: 2, err: namespaceTerminating(),
 		wantCreates: 10,
 		wantOutcome: []outcome{{resultDone, 9, 0}, {resultDone, 1, 0}},
+		wantMetric:  [2]float64{9, 0},
 		wantPending: 10, wantObserved: 1,
 	}}
 	for _, tc := range cases {
@@ -153,6 +164,13 @@ func TestSlowStart(t *testing.T) {
 				t.Errorf("events =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantEvents, "\n"))
 			}
 
+			metric := [2]float64{
+				counterValue(t, f.c.metrics.podsCreated.WithLabelValues(plan.PodCreateNew, "succeeded")),
+				counterValue(t, f.c.metrics.podsCreated.WithLabelValues(plan.PodCreateNew, "failed")),
+			}
+			if metric != tc.wantMetric {
+				t.Errorf("job_pods_creation_total{succeeded, failed} = %v, want %v", metric, tc.wantMetric)
+			}
 			if got := f.c.state.State(jobKey).Expectations.PendingCreations; got != tc.wantPending {
 				t.Errorf("pending creations after the sync = %d, want %d", got, tc.wantPending)
 			}
@@ -169,6 +187,15 @@ func TestSlowStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 // checkNewPod checks a created pod is the Job's template with the
