@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"context"
 	"reflect"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -315,4 +319,79 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestFinalizerRemovalsObservedThroughTheInformer is the reference's
+// TestFinalizersRemovedExpectations: removals that failed are not expected;
+// the others are, until the pod informer shows the finalizer gone (or the
+// pod deleted); a pod that keeps it while terminating stays expected.
+func TestFinalizerRemovalsObservedThroughTheInformer(t *testing.T) {
+	job := newJob("job")
+	pods := []*corev1.Pod{
+		newPod("a", job, succeeded), newPod("b", job, succeeded),
+		newPod("c", job, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }),
+		newPod("d", job, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }),
+	}
+	objects := []runtime.Object{job}
+	var refs []plan.PodRef
+	var uids []types.UID
+	for _, p := range pods {
+		objects = append(objects, p)
+		refs = append(refs, plan.PodRef{Name: p.Name, UID: p.UID})
+		uids = append(uids, p.UID)
+	}
+	f := newFixture(t, objects...)
+	// The patches reach the API but change nothing there, so that the
+	// informer, not the patch, shows each removal.
+	var refuse atomic.Bool
+	refuse.Store(true)
+	f.client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, internalError()
+		}
+		return true, nil, nil
+	})
+	f.planner.set(plan.RemoveFinalizers{Because: because("Track"), Pods: refs})
+
+	if _, _, err := f.sync(jobKey); err == nil {
+		t.Fatal("sync with every patch refused succeeded")
+	}
+	if got := f.c.state.State(jobKey).FinalizerRemovalsInFlight; len(got) != 0 {
+		t.Errorf("removals in flight after refused patches = %v, want none", got)
+	}
+	refuse.Store(false)
+	if _, _, err := f.sync(jobKey); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.c.state.State(jobKey).FinalizerRemovalsInFlight; !slices.Equal(got, uids) {
+		t.Errorf("removals in flight = %v, want %v", got, uids)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		cancel()
+		f.factory.Shutdown()
+	})
+	f.factory.Start(ctx.Done())
+	f.factory.WaitForCacheSync(ctx.Done())
+	if got := f.c.state.State(jobKey).FinalizerRemovalsInFlight; !slices.Equal(got, uids) {
+		t.Errorf("removals in flight once the caches synced = %v, want %v", got, uids)
+	}
+
+	podsGVR := corev1.SchemeGroupVersion.WithResource("pods")
+	update := func(p *corev1.Pod) {
+		p.ResourceVersion = "2"
+		if err := f.client.Tracker().Update(podsGVR, p, testNamespace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(newPod("a", job, succeeded, withFinalizers()))
+	update(newPod("b", job, succeeded, withFinalizers(), terminating))
+	update(newPod("c", job, terminating)) // keeps the finalizer
+	if err := f.client.Tracker().Delete(podsGVR, testNamespace, "d"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "only c's removal still in flight", func() bool {
+		return slices.Equal(f.c.state.State(jobKey).FinalizerRemovalsInFlight, []types.UID{"c-uid"})
+	})
 }
