@@ -15,10 +15,25 @@ import (
 // RealPodControl; tests replace the clientset under it.
 type podControl struct {
 	client kubernetes.Interface
+	// wrote is told of every pod a create or patch returned (the
+	// reference's OnWrite), so a sync can wait for its cache to see it.
+	wrote func(pod *corev1.Pod)
 }
 
 func (c podControl) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	return c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err == nil && c.wrote != nil {
+		c.wrote(created)
+	}
+	return created, err
+}
+
+func (c podControl) patch(ctx context.Context, namespace, name string, patch []byte) error {
+	patched, err := c.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if err == nil && c.wrote != nil {
+		c.wrote(patched)
+	}
+	return err
 }
 
 // delete deletes the pod only if it still has uid, so a pod of the same
@@ -34,8 +49,7 @@ func (c podControl) removeFinalizer(ctx context.Context, namespace, name string,
 		"uid":                                 uid,
 		"$deleteFromPrimitiveList/finalizers": []string{finalizer},
 	}})
-	_, err := c.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	return err
+	return c.patch(ctx, namespace, name, patch)
 }
 
 // adopt sets job as the pod's controller and adds the tracking finalizer.
@@ -46,8 +60,7 @@ func (c podControl) adopt(ctx context.Context, pod *corev1.Pod, job *batchv1.Job
 		"ownerReferences": []metav1.OwnerReference{*ref},
 		"finalizers":      []string{finalizer},
 	}})
-	_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	return err
+	return c.patch(ctx, pod.Namespace, pod.Name, patch)
 }
 
 // release removes job's owner reference and the tracking finalizer.
@@ -57,8 +70,7 @@ func (c podControl) release(ctx context.Context, pod *corev1.Pod, job *batchv1.J
 		"ownerReferences":                     []map[string]any{{"$patch": "delete", "uid": job.UID}},
 		"$deleteFromPrimitiveList/finalizers": []string{finalizer},
 	}})
-	_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	return err
+	return c.patch(ctx, pod.Namespace, pod.Name, patch)
 }
 
 func updateStatus(ctx context.Context, client kubernetes.Interface, job *batchv1.Job) (*batchv1.Job, error) {

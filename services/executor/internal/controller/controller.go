@@ -80,6 +80,8 @@ type Controller struct {
 	podStore corev1listers.PodLister
 	podIndex cache.Indexer
 	synced   []cache.InformerSynced
+	// stores are the informer stores whose freshness a sync checks.
+	stores   map[string]jobstate.LastSyncRVGetter
 	state    *jobstate.Store
 	queue    workqueue.TypedRateLimitingInterface[string]
 	orphans  workqueue.TypedRateLimitingInterface[orphanKey]
@@ -126,6 +128,14 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("adding the pod controller index: %w", err)
 	}
 	c.podIndex = podInformer.Informer().GetIndexer()
+	c.pods.wrote = c.podWritten
+	c.stores = map[string]jobstate.LastSyncRVGetter{}
+	if g, ok := podInformer.Informer().GetStore().(jobstate.LastSyncRVGetter); ok {
+		c.stores[jobstate.Pods] = g
+	}
+	if g, ok := jobInformer.Informer().GetStore().(jobstate.LastSyncRVGetter); ok {
+		c.stores[jobstate.Jobs] = g
+	}
 	if _, err := jobInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addJob,
 		UpdateFunc: c.updateJob,
@@ -250,6 +260,12 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 	if c.state.FinishPending(shared.UID) {
 		return &plan.Plan{Summary: "The Job was finished by the last write, not yet observed; nothing to do."}, nil, shared, nil
 	}
+	if err := c.state.EnsureReady(key, c.stores); err != nil {
+		// Planning from a cache older than our own writes could create
+		// or count pods twice; the retry comes once it caught up.
+		c.metrics.staleCacheSkips.Inc()
+		return nil, nil, shared, err
+	}
 	// The state is read before the pods, as the reference checks its
 	// expectations before listing: a pod arriving in between is then
 	// counted, never created twice.
@@ -300,6 +316,13 @@ func (c *Controller) Execute(ctx context.Context, namespace, name string, uid ty
 	}
 	outcomes, after, _ := c.perform(ctx, key, job, p)
 	return outcomes, after, nil
+}
+
+// podWritten records the pod's resourceVersion for the Job controlling it.
+func (c *Controller) podWritten(pod *corev1.Pod) {
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		c.state.WroteAt(pod.Namespace+"/"+ref.Name, jobstate.Pods, pod.ResourceVersion)
+	}
 }
 
 func (c *Controller) managed(job *batchv1.Job) bool {

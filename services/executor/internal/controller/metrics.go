@@ -24,6 +24,7 @@ type Metrics struct {
 	perJob            jobRequestCounts
 	plannerDuration   prometheus.Histogram
 	plannerErrors     prometheus.Counter
+	staleCacheSkips   prometheus.Counter
 }
 
 // NewMetrics returns unregistered metrics.
@@ -66,6 +67,9 @@ func NewMetrics() *Metrics {
 			Name: "jobplane_planner_call_duration_seconds", Help: "Round trip of one PlanSync over the stream.",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
 		}),
+		staleCacheSkips: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "jobplane_job_sync_stale_cache_skips_total", Help: "Syncs put off because the cache had not yet seen the executor's own last write (the reference's job_controller_requeue_skips).",
+		}),
 		plannerErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "jobplane_planner_errors_total", Help: "Syncs that got no plan (planner unavailable or snapshot refused); no action was taken.",
 		}),
@@ -75,7 +79,7 @@ func NewMetrics() *Metrics {
 // Register adds the metrics to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.syncDuration, m.syncs, m.jobsFinished, m.podsFinished, m.failurePolicy,
-		m.podsCreated, m.indexesFinished, m.finalizersRemoved, m.apiRequests, m.apiRequestsPerJob, m.plannerDuration, m.plannerErrors} {
+		m.podsCreated, m.indexesFinished, m.finalizersRemoved, m.apiRequests, m.apiRequestsPerJob, m.plannerDuration, m.plannerErrors, m.staleCacheSkips} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/executor/internal/jobstate"
 )
 
 // Outcomes of an action, as the contract names them.
@@ -270,6 +271,7 @@ func (w *performer) writeStatus(ctx context.Context, status batchv1.JobStatus) e
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	w.job = updated
+	w.c.state.WroteAt(w.key, jobstate.Jobs, updated.ResourceVersion)
 	if isFinished(updated) {
 		w.c.state.MarkFinished(updated.UID)
 	}

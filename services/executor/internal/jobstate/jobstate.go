@@ -33,6 +33,9 @@ type jobState struct {
 	hasExpectations      bool
 	removals             map[types.UID]bool
 	backoff              *plan.BackoffRecord
+	// written is the newest resourceVersion this executor wrote, by
+	// resource.
+	written map[string]string
 }
 
 // New returns an empty store reading time from clk.
@@ -133,7 +136,7 @@ func (s *Store) Release(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if j, ok := s.jobs[key]; ok {
-		j.hasExpectations, j.creations, j.deletions, j.backoff = false, 0, 0, nil
+		j.hasExpectations, j.creations, j.deletions, j.backoff, j.written = false, 0, 0, nil, nil
 		if len(j.removals) == 0 {
 			delete(s.jobs, key)
 		}
