@@ -10,6 +10,9 @@
 #
 # The kubeconfig is written to ${JOBPLANE_CACHE}/kubeconfig (JOBPLANE_CACHE
 # defaults to ~/.cache/jobplane); JOBPLANE_CLUSTER names the cluster (jobplane).
+# kwok's stages (how nodes and pods go through their lifecycle, and the pod
+# fates of hack/kwok/stages/pod-fate.yaml) are Stage objects applied from
+# hack/kwok/stages on every up, so editing them needs no new cluster.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,9 +51,23 @@ up() {
       --kubeconfig "${kubeconfig}" --wait 2m >/dev/null
   fi
   kwokctl get kubeconfig >"${kubeconfig}"
+  apply_stages
   kwokctl scale node --replicas "${nodes}" >/dev/null
+  "${bin}/kubectl" --kubeconfig "${kubeconfig}" wait --for condition=Ready nodes --all --timeout 1m >/dev/null
   ready || die "cluster ${name} did not become ready; logs in ${KWOK_WORKDIR}/clusters/${name}/logs"
   log "cluster ${name} is ready with ${nodes} nodes; kubeconfig: ${kubeconfig}"
+}
+
+# apply_stages makes the cluster's Stage objects those of hack/kwok/stages,
+# deleting the ones no longer there. Nodes become Ready only once their stages
+# exist, so this comes before any node is added.
+apply_stages() {
+  local kubectl=("${bin}/kubectl" --kubeconfig "${kubeconfig}")
+  "${kubectl[@]}" get crd stages.kwok.x-k8s.io >/dev/null 2>&1 ||
+    die "cluster ${name} has no Stage CRD (it was created before hack/kwok/stages); recreate it: $0 down && $0 up"
+  "${kubectl[@]}" wait --for condition=established --timeout 1m crd/stages.kwok.x-k8s.io >/dev/null
+  "${kubectl[@]}" apply --prune --all --prune-allowlist=kwok.x-k8s.io/v1alpha1/Stage \
+    -f "${root}/hack/kwok/stages" >/dev/null
 }
 
 exists() {

@@ -1,6 +1,8 @@
 package kubetest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,7 +11,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -30,7 +35,9 @@ type Cluster struct {
 }
 
 // StartCluster creates a kwok cluster with the given number of nodes, on
-// loopback, and deletes it when the test ends.
+// loopback, and deletes it when the test ends. Its nodes and pods go through
+// the stages of hack/kwok/stages: a pod's fate can be chosen by the
+// fate.jobplane.dev/ annotations of hack/kwok/stages/pod-fate.yaml.
 func StartCluster(tb testing.TB, nodes int) *Cluster {
 	tb.Helper()
 	bin := Binaries(tb)
@@ -66,6 +73,12 @@ func StartCluster(tb testing.TB, nodes int) *Cluster {
 		"--kubeconfig", kubeconfig, "--wait", "2m")
 	unlock()
 	tb.Cleanup(func() { kwokctl("delete", "cluster") })
+	// Nodes become Ready only once their stages exist.
+	kubectl := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig,
+		"apply", "-f", filepath.Join(root, "hack", "kwok", "stages"))
+	if out, err := kubectl.CombinedOutput(); err != nil {
+		tb.Fatalf("applying hack/kwok/stages: %v\n%s", err, out)
+	}
 	kwokctl("scale", "node", "--replicas", fmt.Sprint(nodes))
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -78,21 +91,68 @@ func StartCluster(tb testing.TB, nodes int) *Cluster {
 		tb.Fatal(err)
 	}
 	waitReady(tb, client)
+	waitNodesReady(tb, client, nodes)
 	return &Cluster{Name: name, Kubeconfig: kubeconfig, Config: cfg, Client: client}
 }
 
 var clusterCount atomic.Int32
 
+// waitNodesReady waits until n nodes are Ready, so that pods created next are
+// scheduled at once.
+func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ready := 0
+	for ctx.Err() == nil {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err == nil {
+			ready = 0
+			for _, node := range list.Items {
+				for _, c := range node.Status.Conditions {
+					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+			if ready >= n {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tb.Fatalf("%d of %d nodes Ready after a minute", ready, n)
+}
+
+// lockWait bounds how long lockMachineWide waits: a create holds the lock
+// for seconds, so a lock held longer has leaked, as when a cluster is created
+// under flock(1) without -o and its processes inherit the locked file.
+const lockWait = time.Minute
+
 // lockMachineWide takes an exclusive lock shared by every process of this
-// machine and returns its release.
+// machine and returns its release. After lockWait it goes on without the lock.
 func lockMachineWide(tb testing.TB, name string) func() {
 	tb.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "jobplane-"+name+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	path := filepath.Join(os.TempDir(), "jobplane-"+name+".lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		tb.Fatal(err)
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			tb.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			tb.Logf("%s still locked after %s (a process holding it by mistake?); going on without it", path, lockWait)
+			f.Close()
+			return func() {}
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
