@@ -52,7 +52,10 @@ done
 
 cat <<EOF
 
-jobplane is running. From ${root}, in another terminal:
+jobplane is running, in plaintext on 127.0.0.1 only: the services refuse
+plaintext on any other address (serve TLS with -tls-cert-file and
+-tls-key-file, or -client-ca-file for mutual TLS; see bin/executor -help).
+From ${root}, in another terminal:
 
   # What each service offers (server reflection):
   bin/grpcurl -plaintext 127.0.0.1:50051 list

@@ -42,6 +42,24 @@ type Config struct {
 	ReadinessInterval time.Duration
 	// LogLevel is debug, info, warn or error (flag -log-level).
 	LogLevel string
+
+	// TLSCertFile and TLSKeyFile are the server's certificate (with its
+	// chain) and key in PEM; both or neither. Set, gRPC is served over TLS
+	// and the files are read again whenever they change, so a rotated
+	// certificate is served without a restart (flags -tls-cert-file,
+	// -tls-key-file).
+	TLSCertFile string
+	TLSKeyFile  string
+	// ClientCAFile holds the CA certificates (PEM) that sign client
+	// certificates: a client presenting one they signed is authenticated as
+	// its subject's CN, in the groups of its O; a client presenting another is
+	// refused in the handshake. Needs TLS; re-read when it changes (flag
+	// -client-ca-file).
+	ClientCAFile string
+	// AllowInsecureNonLoopback allows plaintext gRPC on an address other
+	// than loopback (behind a mesh that encrypts for it); without it,
+	// plaintext is served on loopback only (flag -allow-insecure-non-loopback).
+	AllowInsecureNonLoopback bool
 }
 
 // Defaults returns the configuration of a server listening on addr with its
@@ -76,6 +94,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "wait for long-lived work, then for calls in flight, at most this long each; then stop hard")
 	fs.DurationVar(&c.ReadinessInterval, "readiness-interval", c.ReadinessInterval, "run the readiness checks this often; a check taking longer fails")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "PEM certificate (and chain) served over TLS, re-read when it changes; empty serves plaintext, on loopback only")
+	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "PEM key of -tls-cert-file")
+	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "PEM CA certificates of client certificates (mutual TLS: CN is the user, O the groups); a certificate they did not sign is refused")
+	fs.BoolVar(&c.AllowInsecureNonLoopback, "allow-insecure-non-loopback", c.AllowInsecureNonLoopback, "serve plaintext gRPC on an address other than loopback")
 }
 
 // Validate reports every invalid field at once.
@@ -83,6 +105,15 @@ func (c Config) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("grpc-addr %q: %w", c.Addr, err))
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("tls-cert-file and tls-key-file go together: set both or neither"))
+	}
+	if c.ClientCAFile != "" && !c.TLS() {
+		errs = append(errs, errors.New("client-ca-file needs TLS: set tls-cert-file and tls-key-file"))
+	}
+	if !c.TLS() && !c.AllowInsecureNonLoopback && !IsLoopback(c.Addr) {
+		errs = append(errs, fmt.Errorf("grpc-addr %q is not a loopback address: serve TLS (tls-cert-file, tls-key-file) or allow plaintext explicitly (allow-insecure-non-loopback)", c.Addr))
 	}
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
@@ -116,6 +147,23 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// TLS says whether gRPC is served over TLS.
+func (c Config) TLS() bool { return c.TLSCertFile != "" && c.TLSKeyFile != "" }
+
+// IsLoopback says whether addr (host:port) listens on loopback only:
+// "localhost" or a loopback IP. An empty host or 0.0.0.0 is every interface.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // ParseLogLevel maps debug, info, warn and error to slog levels.

@@ -32,6 +32,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -94,7 +96,16 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	unary, stream := s.interceptors()
+	creds := insecure.NewCredentials()
+	if cfg.TLS() {
+		tc, err := tlsConfig(cfg, logger)
+		if err != nil {
+			return nil, err
+		}
+		creds = credentials.NewTLS(tc)
+	}
 	s.grpc = grpc.NewServer(
+		grpc.Creds(creds),
 		grpc.ForceServerCodecV2(deterministicCodec{}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
@@ -235,9 +246,9 @@ func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error 
 				errc <- fmt.Errorf("metrics server: %w", err)
 			}
 		}()
-		s.log.Info("serving", "grpc", lis.Addr().String(), "metrics", metricsLis.Addr().String(), "services", s.services)
+		s.log.Info("serving", "grpc", lis.Addr().String(), "transport", s.transport(), "metrics", metricsLis.Addr().String(), "services", s.services)
 	} else {
-		s.log.Info("serving", "grpc", lis.Addr().String(), "services", s.services)
+		s.log.Info("serving", "grpc", lis.Addr().String(), "transport", s.transport(), "services", s.services)
 	}
 
 	var serveErr error
@@ -255,6 +266,17 @@ func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error 
 		_ = httpSrv.Shutdown(shutdownCtx)
 	}
 	return errors.Join(serveErr, shutdownErr)
+}
+
+// transport names what gRPC is served over, for the log.
+func (s *Server) transport() string {
+	switch {
+	case s.cfg.ClientCAFile != "":
+		return "TLS with client certificates"
+	case s.cfg.TLS():
+		return "TLS"
+	}
+	return "plaintext"
 }
 
 // runWork runs w until it returns. Returning before shutdown began is a

@@ -23,6 +23,18 @@ type Server struct {
 	Conn *grpc.ClientConn
 	// MetricsURL is the base URL of its /metrics and /healthz endpoints.
 	MetricsURL string
+	// Addr is the address to dial: "host:port" over TCP, a passthrough
+	// target over bufconn.
+	Addr string
+}
+
+// Options say how StartWith starts a server.
+type Options struct {
+	// Config replaces the default configuration (loopback, no drain).
+	Config *grpcserver.Config
+	// Dial are the options of Conn; it is plaintext unless one of them sets
+	// transport credentials.
+	Dial []grpc.DialOption
 }
 
 // Start serves a server with default configuration on which register has
@@ -30,7 +42,7 @@ type Server struct {
 func Start(t testing.TB, register func(*grpcserver.Server)) *Server {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	return start(t, register, lis, "passthrough:///bufnet",
+	return start(t, Options{}, register, lis, "passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
 }
 
@@ -38,17 +50,26 @@ func Start(t testing.TB, register func(*grpcserver.Server)) *Server {
 // must pay what a network client pays.
 func StartTCP(t testing.TB, register func(*grpcserver.Server)) *Server {
 	t.Helper()
+	return StartWith(t, Options{}, register)
+}
+
+// StartWith is StartTCP with opts.
+func StartWith(t testing.TB, opts Options, register func(*grpcserver.Server)) *Server {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listening for gRPC: %v", err)
 	}
-	return start(t, register, lis, lis.Addr().String())
+	return start(t, opts, register, lis, lis.Addr().String())
 }
 
-func start(t testing.TB, register func(*grpcserver.Server), lis net.Listener, target string, dialOpts ...grpc.DialOption) *Server {
+func start(t testing.TB, opts Options, register func(*grpcserver.Server), lis net.Listener, target string, dialOpts ...grpc.DialOption) *Server {
 	t.Helper()
 	cfg := grpcserver.Defaults("127.0.0.1:0", "127.0.0.1:0")
 	cfg.ShutdownDrain = 0
+	if opts.Config != nil {
+		cfg = *opts.Config
+	}
 	srv, err := grpcserver.New(cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatalf("building server: %v", err)
@@ -63,10 +84,11 @@ func start(t testing.TB, register func(*grpcserver.Server), lis net.Listener, ta
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, lis, metricsLis) }()
 
-	conn, err := grpc.NewClient(target, append(dialOpts,
+	dialOpts = append(dialOpts,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxSendMsgBytes), grpc.MaxCallSendMsgSize(cfg.MaxRecvMsgBytes)),
-	)...)
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxSendMsgBytes), grpc.MaxCallSendMsgSize(cfg.MaxRecvMsgBytes)))
+	// Later options win: the caller's transport credentials replace plaintext.
+	conn, err := grpc.NewClient(target, append(dialOpts, opts.Dial...)...)
 	if err != nil {
 		t.Fatalf("dialing %s: %v", target, err)
 	}
@@ -77,5 +99,5 @@ func start(t testing.TB, register func(*grpcserver.Server), lis net.Listener, ta
 			t.Errorf("server stopped with: %v", err)
 		}
 	})
-	return &Server{Server: srv, Conn: conn, MetricsURL: "http://" + metricsLis.Addr().String()}
+	return &Server{Server: srv, Conn: conn, MetricsURL: "http://" + metricsLis.Addr().String(), Addr: target}
 }
