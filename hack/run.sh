@@ -10,6 +10,44 @@ cd "${root}"
 
 "${root}/hack/cluster.sh" up "${NODES:-3}"
 kubeconfig=$("${root}/hack/cluster.sh" kubeconfig)
+kubectl="$("${root}/hack/build-bins.sh" cluster | tail -n 1)/kubectl"
+
+# Who may call what on this development cluster. The services run with
+# -authn-anonymous (loopback only): a call without credentials is
+# system:anonymous, authorized by the cluster's RBAC like any caller, so
+# system:anonymous gets jobplane's rights in the namespace default only, and
+# so does the ServiceAccount jobplane-dev, whose tokens show the
+# authenticated way in.
+"${kubectl}" --kubeconfig "${kubeconfig}" apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: jobplane-dev, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: jobplane-dev, namespace: default}
+rules:
+  - apiGroups: [batch]
+    resources: [jobs]
+    verbs: [get, list, watch, create, delete]
+  - apiGroups: [batch]
+    resources: [jobs/status]
+    verbs: [update]
+  - apiGroups: [""]
+    resources: [pods]
+    verbs: [list]
+  - apiGroups: [jobplane.dev]
+    resources: [cronjobs, cronjobs/trigger, cronjobs/backfill]
+    verbs: [get, list, watch, create, update, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: jobplane-dev, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: jobplane-dev}
+subjects:
+  - {kind: User, apiGroup: rbac.authorization.k8s.io, name: "system:anonymous"}
+  - {kind: ServiceAccount, name: jobplane-dev, namespace: default}
+YAML
 
 logs="${JOBPLANE_CACHE}/run"
 mkdir -p "${logs}"
@@ -31,7 +69,7 @@ for svc in planner executor cron; do
   pkill -f "^${root}/bin/${svc}( |$)" 2>/dev/null || true
 done
 for svc in planner executor cron; do
-  KUBECONFIG="${kubeconfig}" "${root}/bin/${svc}" >"${logs}/${svc}.log" 2>&1 &
+  KUBECONFIG="${kubeconfig}" "${root}/bin/${svc}" -authn-anonymous >"${logs}/${svc}.log" 2>&1 &
   pids+=($!)
 done
 
@@ -55,7 +93,9 @@ cat <<EOF
 jobplane is running, in plaintext on 127.0.0.1 only: the services refuse
 plaintext on any other address (serve TLS with -tls-cert-file and
 -tls-key-file, or -client-ca-file for mutual TLS; see bin/executor -help).
-From ${root}, in another terminal:
+They run with -authn-anonymous (loopback development only): a call without
+credentials is system:anonymous, which this cluster allows jobplane's RPCs in
+the namespace default only. From ${root}, in another terminal:
 
   # What each service offers (server reflection):
   bin/grpcurl -plaintext 127.0.0.1:50051 list
@@ -76,9 +116,17 @@ From ${root}, in another terminal:
   bin/grpcurl -plaintext -d '{"namespace":"default","name":"example","includePods":true}' 127.0.0.1:50052 jobplane.v1.ExecutorService/GetJob
   bin/grpcurl -plaintext -d '{"namespace":"default"}' 127.0.0.1:50052 jobplane.v1.ExecutorService/ListJobs
 
+  # The authenticated way (how every call is made outside loopback
+  # development): a ServiceAccount's token from the TokenRequest API,
+  # checked with TokenReview; each RPC then needs the RBAC permission its
+  # contract names. jobplane-dev may list Jobs in default, not in kube-system:
+  token=\$(${kubectl} --kubeconfig ${kubeconfig} create token jobplane-dev)
+  bin/grpcurl -plaintext -H "authorization: Bearer \${token}" -d '{"namespace":"default"}' 127.0.0.1:50052 jobplane.v1.ExecutorService/ListJobs
+  bin/grpcurl -plaintext -H "authorization: Bearer \${token}" -d '{"namespace":"kube-system"}' 127.0.0.1:50052 jobplane.v1.ExecutorService/ListJobs
+
   # The same with kubectl: spec.managedBy hands a Job to jobplane.
-  $(hack/build-bins.sh cluster | tail -n 1)/kubectl --kubeconfig ${kubeconfig} apply -f deploy/examples/job.yaml
-  $(hack/build-bins.sh cluster | tail -n 1)/kubectl --kubeconfig ${kubeconfig} get job example-kubectl -w
+  ${kubectl} --kubeconfig ${kubeconfig} apply -f deploy/examples/job.yaml
+  ${kubectl} --kubeconfig ${kubeconfig} get job example-kubectl -w
 
   # The next runs of a schedule in a time zone (across the 2026 daylight-saving change):
   bin/grpcurl -plaintext -d '{"schedule":"30 9 * * MON-FRI","timeZone":"Europe/Paris","from":"2026-03-26T00:00:00Z","count":4}' 127.0.0.1:50053 jobplane.v1.CronService/PreviewSchedule
@@ -90,7 +138,7 @@ From ${root}, in another terminal:
   curl -s 127.0.0.1:9093/metrics | grep -E '^grpc_server_handled_total.* [1-9]'
 
   # The cluster:
-  $(hack/build-bins.sh cluster | tail -n 1)/kubectl --kubeconfig ${kubeconfig} get nodes
+  ${kubectl} --kubeconfig ${kubeconfig} get nodes
 
 Ctrl-C stops the services; make cluster-down removes the cluster.
 EOF

@@ -6,7 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/jobplane/jobplane/lib/auth"
 )
 
 // Config is what every jobplane gRPC server is configured with. Each field has
@@ -60,6 +66,13 @@ type Config struct {
 	// than loopback (behind a mesh that encrypts for it); without it,
 	// plaintext is served on loopback only (flag -allow-insecure-non-loopback).
 	AllowInsecureNonLoopback bool
+
+	// Kubeconfig reaches the Kubernetes API that reviews tokens and
+	// authorizes calls (and that the service itself uses); empty uses the
+	// in-cluster configuration (flag -kubeconfig, default $KUBECONFIG).
+	Kubeconfig string
+	// Auth says how callers are authenticated and authorized.
+	Auth auth.Config
 }
 
 // Defaults returns the configuration of a server listening on addr with its
@@ -77,6 +90,7 @@ func Defaults(addr, metricsAddr string) Config {
 		ShutdownTimeout:   15 * time.Second,
 		ReadinessInterval: time.Second,
 		LogLevel:          "info",
+		Auth:              auth.Defaults(),
 	}
 }
 
@@ -98,6 +112,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "PEM key of -tls-cert-file")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "PEM CA certificates of client certificates (mutual TLS: CN is the user, O the groups); a certificate they did not sign is refused")
 	fs.BoolVar(&c.AllowInsecureNonLoopback, "allow-insecure-non-loopback", c.AllowInsecureNonLoopback, "serve plaintext gRPC on an address other than loopback")
+	kubeconfig := c.Kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = os.Getenv("KUBECONFIG")
+	}
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", kubeconfig, "kubeconfig of the cluster, whose API authenticates and authorizes callers (default $KUBECONFIG); empty uses the in-cluster configuration")
+	c.Auth.RegisterFlags(fs)
 }
 
 // Validate reports every invalid field at once.
@@ -146,7 +166,29 @@ func (c Config) Validate() error {
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Auth.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Auth.Anonymous && !IsLoopback(c.Addr) {
+		errs = append(errs, fmt.Errorf("authn-anonymous is for development on loopback only: grpc-addr %q is not a loopback address", c.Addr))
+	}
 	return errors.Join(errs...)
+}
+
+// KubeRESTConfig is the Kubernetes client configuration of Kubeconfig, or
+// the in-cluster one when it is empty.
+func (c Config) KubeRESTConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if c.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	return cfg, nil
 }
 
 // TLS says whether gRPC is served over TLS.

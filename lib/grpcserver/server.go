@@ -1,5 +1,8 @@
-// Package grpcserver builds the gRPC server every jobplane service runs: one
-// interceptor chain (metrics, logging, panic recovery), health per service
+// Package grpcserver builds the gRPC server every jobplane service runs: TLS
+// (mutual when a client CA is given) or plaintext on loopback only, one
+// interceptor chain (metrics, logging, panic recovery, authentication and
+// authorization with the cluster's TokenReview and SubjectAccessReview APIs
+// by the table of lib/auth), health per service
 // gated by readiness checks, reflection, bounded messages, keepalive
 // enforcement, /metrics, /healthz and /readyz over HTTP, long-lived work run
 // beside gRPC in the same lifecycle, and a graceful shutdown. A service only
@@ -38,7 +41,13 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
+	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/jobplane/jobplane/lib/auth"
 
 	// Registers google.rpc error details (BadRequest, ErrorInfo, ...) so that
 	// reflection resolves them and grpcurl prints them.
@@ -49,6 +58,10 @@ import (
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
+	kube     kubernetes.Interface // reviews tokens and authorizes; nil when none is configured
+	kubeErr  error                // why kube is nil
+	authz    auth.Authorizer
+	auth     *auth.Interceptor
 	grpc     *grpc.Server
 	health   *health.Server
 	metrics  *grpcprom.ServerMetrics
@@ -74,10 +87,40 @@ type readinessCheck struct {
 	check func(ctx context.Context) error
 }
 
+// Option changes what New builds.
+type Option func(*options)
+
+type options struct {
+	kube  kubernetes.Interface
+	authz auth.Authorizer
+}
+
+// WithKubeClient makes client review tokens and authorize calls, instead of
+// a client of cfg.Kubeconfig (or of the cluster the server runs in).
+func WithKubeClient(client kubernetes.Interface) Option {
+	return func(o *options) { o.kube = client }
+}
+
+// WithAuthorizer makes a authorize calls instead of SubjectAccessReviews.
+func WithAuthorizer(a auth.Authorizer) Option {
+	return func(o *options) { o.authz = a }
+}
+
+// authClientQPS bounds the TokenReviews and SubjectAccessReviews a server
+// sends: only cache misses reach the API server.
+const (
+	authClientQPS   = 50
+	authClientBurst = 100
+)
+
 // New builds a server from a validated configuration.
-func New(cfg Config, logger *slog.Logger) (*Server, error) {
+func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
 	s := &Server{
 		cfg:      cfg,
@@ -94,6 +137,16 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	}
 	s.registry.MustRegister(s.metrics, s.panics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	s.kube = o.kube
+	if s.kube == nil {
+		s.kube, s.kubeErr = authClient(cfg)
+	}
+	s.authz = o.authz
+	if s.authz == nil && s.kube != nil {
+		s.authz = auth.NewSubjectAccessReviewer(cfg.Auth, s.kube, logger)
+	}
+	s.auth = auth.NewInterceptor(cfg.Auth, auth.NewAuthenticator(cfg.Auth, s.kube, logger), s.authz, auth.Rules, logger)
 
 	unary, stream := s.interceptors()
 	creds := insecure.NewCredentials()
@@ -125,9 +178,37 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	return s, nil
 }
 
+// authClient is the client of the Kubernetes API that reviews tokens and
+// authorizes calls, with its own request budget.
+func authClient(cfg Config) (kubernetes.Interface, error) {
+	restCfg, err := cfg.KubeRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	restCfg.QPS, restCfg.Burst = authClientQPS, authClientBurst
+	restCfg.Timeout = 10 * time.Second
+	restCfg.UserAgent = rest.DefaultKubernetesUserAgent() + " jobplane-auth"
+	return kubernetes.NewForConfig(restCfg)
+}
+
+// KubeRESTConfig is the configuration of the Kubernetes client the service
+// itself uses (-kubeconfig, or the cluster it runs in): a copy of its own
+// for the caller to change.
+func (s *Server) KubeRESTConfig() (*rest.Config, error) { return s.cfg.KubeRESTConfig() }
+
+// interceptor is one named link of the chain.
+type interceptor struct {
+	name   string
+	unary  grpc.UnaryServerInterceptor
+	stream grpc.StreamServerInterceptor
+}
+
 // interceptors returns the chain, outermost first: metrics see every call
-// including recovered panics; logging skips health checks; recovery is
-// innermost so a panic becomes an Internal status the others observe.
+// including recovered panics and refusals; logging skips health checks;
+// recovery turns a panic, in auth or in a handler, into an Internal status
+// the others observe; auth is innermost, next to the handler, and leaves
+// health checks and reflection to anyone (a kubelet probe has no token,
+// reflection shows only the contracts).
 func (s *Server) interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
 	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		s.log.Log(ctx, slog.Level(lvl), msg, fields...)
@@ -141,24 +222,89 @@ func (s *Server) interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamSer
 		s.log.ErrorContext(ctx, "panic in gRPC handler", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		return status.Error(codes.Internal, "internal error; the server logged the cause")
 	})
-	unary := []grpc.UnaryServerInterceptor{
-		s.metrics.UnaryServerInterceptor(),
-		selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(logger, logOpts...), notHealth),
-		recovery.UnaryServerInterceptor(recoveryOpt),
+	needsAuth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
+		return !openServices[c.Service]
+	})
+	chain := []interceptor{
+		{"metrics", s.metrics.UnaryServerInterceptor(), s.metrics.StreamServerInterceptor()},
+		{"logging",
+			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(logger, logOpts...), notHealth),
+			selector.StreamServerInterceptor(logging.StreamServerInterceptor(logger, logOpts...), notHealth)},
+		{"recovery", recovery.UnaryServerInterceptor(recoveryOpt), recovery.StreamServerInterceptor(recoveryOpt)},
+		{"auth",
+			selector.UnaryServerInterceptor(s.auth.Unary(), needsAuth),
+			selector.StreamServerInterceptor(s.auth.Stream(), needsAuth)},
 	}
-	stream := []grpc.StreamServerInterceptor{
-		s.metrics.StreamServerInterceptor(),
-		selector.StreamServerInterceptor(logging.StreamServerInterceptor(logger, logOpts...), notHealth),
-		recovery.StreamServerInterceptor(recoveryOpt),
+	var unary []grpc.UnaryServerInterceptor
+	var stream []grpc.StreamServerInterceptor
+	for _, i := range chain {
+		unary = append(unary, i.unary)
+		stream = append(stream, i.stream)
 	}
 	return unary, stream
 }
 
+// openServices are the chassis' own services, served to anyone.
+var openServices = map[string]bool{
+	healthpb.Health_ServiceDesc.ServiceName:                    true,
+	reflectionv1.ServerReflection_ServiceDesc.ServiceName:      true,
+	reflectionv1alpha.ServerReflection_ServiceDesc.ServiceName: true,
+}
+
 // RegisterService adds a service implementation; its health status becomes
 // SERVING when the server starts serving and every readiness check passes.
+// It panics, as grpc.Server.RegisterService does for a bad registration,
+// when an RPC of the service has no entry in the authorization table
+// (auth.Rules): every call would be refused.
 func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	if missing := MissingRules(desc); len(missing) > 0 {
+		panic(fmt.Sprintf("grpcserver: no authorization rule (lib/auth.Rules) for %s", strings.Join(missing, ", ")))
+	}
 	s.grpc.RegisterService(desc, impl)
 	s.services = append(s.services, desc.ServiceName)
+}
+
+// MissingRules lists the full method names of desc's RPCs that have no
+// entry in auth.Rules.
+func MissingRules(desc *grpc.ServiceDesc) []string {
+	var missing []string
+	check := func(method string) {
+		name := "/" + desc.ServiceName + "/" + method
+		if _, ok := auth.Rules[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	for _, m := range desc.Methods {
+		check(m.MethodName)
+	}
+	for _, st := range desc.Streams {
+		check(st.StreamName)
+	}
+	return missing
+}
+
+// checkAuthDependencies reports what the registered services need to
+// authenticate or authorize their callers and do not have.
+func (s *Server) checkAuthDependencies() error {
+	if s.kube != nil {
+		return nil
+	}
+	var needSAR []string
+	for name, info := range s.grpc.GetServiceInfo() {
+		for _, m := range info.Methods {
+			if rule, ok := auth.Rules["/"+name+"/"+m.Name]; ok && !rule.AuthenticationOnly() && s.authz == nil {
+				needSAR = append(needSAR, name+"/"+m.Name)
+			}
+		}
+	}
+	if len(needSAR) > 0 {
+		slices.Sort(needSAR)
+		return fmt.Errorf("%s need SubjectAccessReviews, but there is no Kubernetes API to ask: %w", strings.Join(needSAR, ", "), s.kubeErr)
+	}
+	if !s.cfg.Auth.Anonymous && s.cfg.ClientCAFile == "" && !s.cfg.Auth.AllowUnauthenticatedPureRPCs {
+		return fmt.Errorf("no caller can authenticate: bearer tokens need the Kubernetes API (%w); configure it, a client CA (-client-ca-file) or, on loopback, -authn-anonymous", s.kubeErr)
+	}
+	return nil
 }
 
 // Go registers long-lived work (informers, workers, leader election) to run
@@ -217,6 +363,13 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error {
 	if !s.served.CompareAndSwap(false, true) {
 		return errors.New("grpcserver: Serve called twice")
+	}
+	if err := s.checkAuthDependencies(); err != nil {
+		lis.Close()
+		if metricsLis != nil {
+			metricsLis.Close()
+		}
+		return err
 	}
 	s.metrics.InitializeMetrics(s.grpc)
 	// Until the checks have run, every one of them counts as failing.

@@ -191,7 +191,7 @@ func TestMetricsAndHealthzAreExposed(t *testing.T) {
 }
 
 func TestMessagesLargerThanTheBoundAreRefused(t *testing.T) {
-	cfg := grpcserver.Defaults("127.0.0.1:0", "")
+	cfg := fastShutdown()
 	cfg.MaxRecvMsgBytes = 1024
 	srv := serve(t, cfg, nil)
 	job := &jobplanev1.Job{Metadata: &jobplanev1.ObjectMeta{Name: strings.Repeat("x", 2048)}}
@@ -233,7 +233,7 @@ func TestPanicIsLoggedWithItsStack(t *testing.T) {
 }
 
 func TestShutdownReportsNotServingThenStops(t *testing.T) {
-	cfg := grpcserver.Defaults("127.0.0.1:0", "")
+	cfg := fastShutdown()
 	cfg.ShutdownDrain = 500 * time.Millisecond
 	srv := serve(t, cfg, nil)
 
@@ -425,10 +425,12 @@ func TestReadinessGatesHealth(t *testing.T) {
 }
 
 // fastShutdown is the default configuration with no drain, for tests that
-// stop servers.
+// stop servers, and anonymous callers (the planner needs authentication
+// only).
 func fastShutdown() grpcserver.Config {
 	cfg := grpcserver.Defaults("127.0.0.1:0", "")
 	cfg.ShutdownDrain = 0
+	cfg.Auth.Anonymous = true
 	return cfg
 }
 

@@ -36,41 +36,71 @@ const (
 //
 // CronService runs CronJobs: it decides when a run is due, hands the Job
 // instance to the executor, follows its outcome and prunes history.
+//
+// Every RPC needs an authenticated caller: a bearer token in the
+// "authorization" metadata ("Bearer <token>", checked with the cluster's
+// TokenReview API) or a client certificate signed by the server's client CA
+// (CN the user, O the groups); else UNAUTHENTICATED. The "Authorization"
+// paragraph of each RPC names the Kubernetes permission it needs, checked
+// with a SubjectAccessReview against the cluster's RBAC; without it the RPC
+// answers PERMISSION_DENIED in the API server's words ('User "alice" cannot
+// create resource "jobs" in API group "batch" in the namespace "b"') with an
+// ErrorInfo whose reason is FORBIDDEN. Health checks and reflection need no
+// credentials.
 type CronServiceClient interface {
 	// CreateCronJob creates a CronJob.
 	//
 	// Errors: INVALID_ARGUMENT (field violations: an unparseable schedule, an
 	// unknown time zone, TZ= in the schedule, an invalid Job template);
 	// ALREADY_EXISTS.
+	//
+	// Authorization: create cronjobs.jobplane.dev in the CronJob's namespace.
+	// Its runs are then submitted by the cron service itself, as the built-in
+	// CronJob controller creates Jobs.
 	CreateCronJob(ctx context.Context, in *CreateCronJobRequest, opts ...grpc.CallOption) (*CreateCronJobResponse, error)
 	// GetCronJob returns a CronJob.
 	//
 	// Errors: NOT_FOUND.
+	//
+	// Authorization: get cronjobs.jobplane.dev of the CronJob.
 	GetCronJob(ctx context.Context, in *GetCronJobRequest, opts ...grpc.CallOption) (*GetCronJobResponse, error)
 	// ListCronJobs lists CronJobs in name order, a page at a time.
 	//
 	// Errors: INVALID_ARGUMENT for a bad label selector or page token.
+	//
+	// Authorization: list cronjobs.jobplane.dev in the namespace (every
+	// namespace: at the cluster scope).
 	ListCronJobs(ctx context.Context, in *ListCronJobsRequest, opts ...grpc.CallOption) (*ListCronJobsResponse, error)
 	// UpdateCronJob replaces a CronJob's spec. A schedule or time zone change
 	// re-plans at once and never fires runs retroactively.
 	//
 	// Errors: INVALID_ARGUMENT; NOT_FOUND; ABORTED when
 	// metadata.resourceVersion is set and stale.
+	//
+	// Authorization: update cronjobs.jobplane.dev of the CronJob.
 	UpdateCronJob(ctx context.Context, in *UpdateCronJobRequest, opts ...grpc.CallOption) (*UpdateCronJobResponse, error)
 	// DeleteCronJob deletes a CronJob and, with background propagation, its Jobs.
 	//
 	// Errors: NOT_FOUND.
+	//
+	// Authorization: delete cronjobs.jobplane.dev of the CronJob.
 	DeleteCronJob(ctx context.Context, in *DeleteCronJobRequest, opts ...grpc.CallOption) (*DeleteCronJobResponse, error)
 	// TriggerCronJob starts a run now. It respects the concurrency policy
 	// unless told otherwise.
 	//
 	// Errors: NOT_FOUND; FAILED_PRECONDITION when the concurrency policy
 	// forbids the run.
+	//
+	// Authorization: create cronjobs.jobplane.dev, subresource trigger, of
+	// the CronJob.
 	TriggerCronJob(ctx context.Context, in *TriggerCronJobRequest, opts ...grpc.CallOption) (*TriggerCronJobResponse, error)
 	// BackfillCronJob runs every scheduled time in [start, end), with its own
 	// concurrency policy.
 	//
 	// Errors: INVALID_ARGUMENT for an empty or too large range; NOT_FOUND.
+	//
+	// Authorization: create cronjobs.jobplane.dev, subresource backfill, of
+	// the CronJob.
 	BackfillCronJob(ctx context.Context, in *BackfillCronJobRequest, opts ...grpc.CallOption) (*BackfillCronJobResponse, error)
 	// PreviewSchedule returns the next run times of a schedule in a time zone,
 	// as the cron service would compute them.
@@ -78,11 +108,16 @@ type CronServiceClient interface {
 	// Errors: INVALID_ARGUMENT with field violations for an unparseable
 	// schedule, TZ= or CRON_TZ= in the schedule, an unknown or "Local" time
 	// zone, a count out of range.
+	//
+	// Authorization: authentication only (a pure function of the request).
 	PreviewSchedule(ctx context.Context, in *PreviewScheduleRequest, opts ...grpc.CallOption) (*PreviewScheduleResponse, error)
 	// WatchJobInstances streams every Job instance the cron service emits
 	// (scheduled, triggered or backfilled), as it hands it to the executor.
 	//
 	// Errors: INVALID_ARGUMENT for a bad filter.
+	//
+	// Authorization: watch cronjobs.jobplane.dev in the namespace (every
+	// namespace: at the cluster scope), of the CronJob when one is named.
 	WatchJobInstances(ctx context.Context, in *WatchJobInstancesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchJobInstancesResponse], error)
 }
 
@@ -199,41 +234,71 @@ type CronService_WatchJobInstancesClient = grpc.ServerStreamingClient[WatchJobIn
 //
 // CronService runs CronJobs: it decides when a run is due, hands the Job
 // instance to the executor, follows its outcome and prunes history.
+//
+// Every RPC needs an authenticated caller: a bearer token in the
+// "authorization" metadata ("Bearer <token>", checked with the cluster's
+// TokenReview API) or a client certificate signed by the server's client CA
+// (CN the user, O the groups); else UNAUTHENTICATED. The "Authorization"
+// paragraph of each RPC names the Kubernetes permission it needs, checked
+// with a SubjectAccessReview against the cluster's RBAC; without it the RPC
+// answers PERMISSION_DENIED in the API server's words ('User "alice" cannot
+// create resource "jobs" in API group "batch" in the namespace "b"') with an
+// ErrorInfo whose reason is FORBIDDEN. Health checks and reflection need no
+// credentials.
 type CronServiceServer interface {
 	// CreateCronJob creates a CronJob.
 	//
 	// Errors: INVALID_ARGUMENT (field violations: an unparseable schedule, an
 	// unknown time zone, TZ= in the schedule, an invalid Job template);
 	// ALREADY_EXISTS.
+	//
+	// Authorization: create cronjobs.jobplane.dev in the CronJob's namespace.
+	// Its runs are then submitted by the cron service itself, as the built-in
+	// CronJob controller creates Jobs.
 	CreateCronJob(context.Context, *CreateCronJobRequest) (*CreateCronJobResponse, error)
 	// GetCronJob returns a CronJob.
 	//
 	// Errors: NOT_FOUND.
+	//
+	// Authorization: get cronjobs.jobplane.dev of the CronJob.
 	GetCronJob(context.Context, *GetCronJobRequest) (*GetCronJobResponse, error)
 	// ListCronJobs lists CronJobs in name order, a page at a time.
 	//
 	// Errors: INVALID_ARGUMENT for a bad label selector or page token.
+	//
+	// Authorization: list cronjobs.jobplane.dev in the namespace (every
+	// namespace: at the cluster scope).
 	ListCronJobs(context.Context, *ListCronJobsRequest) (*ListCronJobsResponse, error)
 	// UpdateCronJob replaces a CronJob's spec. A schedule or time zone change
 	// re-plans at once and never fires runs retroactively.
 	//
 	// Errors: INVALID_ARGUMENT; NOT_FOUND; ABORTED when
 	// metadata.resourceVersion is set and stale.
+	//
+	// Authorization: update cronjobs.jobplane.dev of the CronJob.
 	UpdateCronJob(context.Context, *UpdateCronJobRequest) (*UpdateCronJobResponse, error)
 	// DeleteCronJob deletes a CronJob and, with background propagation, its Jobs.
 	//
 	// Errors: NOT_FOUND.
+	//
+	// Authorization: delete cronjobs.jobplane.dev of the CronJob.
 	DeleteCronJob(context.Context, *DeleteCronJobRequest) (*DeleteCronJobResponse, error)
 	// TriggerCronJob starts a run now. It respects the concurrency policy
 	// unless told otherwise.
 	//
 	// Errors: NOT_FOUND; FAILED_PRECONDITION when the concurrency policy
 	// forbids the run.
+	//
+	// Authorization: create cronjobs.jobplane.dev, subresource trigger, of
+	// the CronJob.
 	TriggerCronJob(context.Context, *TriggerCronJobRequest) (*TriggerCronJobResponse, error)
 	// BackfillCronJob runs every scheduled time in [start, end), with its own
 	// concurrency policy.
 	//
 	// Errors: INVALID_ARGUMENT for an empty or too large range; NOT_FOUND.
+	//
+	// Authorization: create cronjobs.jobplane.dev, subresource backfill, of
+	// the CronJob.
 	BackfillCronJob(context.Context, *BackfillCronJobRequest) (*BackfillCronJobResponse, error)
 	// PreviewSchedule returns the next run times of a schedule in a time zone,
 	// as the cron service would compute them.
@@ -241,11 +306,16 @@ type CronServiceServer interface {
 	// Errors: INVALID_ARGUMENT with field violations for an unparseable
 	// schedule, TZ= or CRON_TZ= in the schedule, an unknown or "Local" time
 	// zone, a count out of range.
+	//
+	// Authorization: authentication only (a pure function of the request).
 	PreviewSchedule(context.Context, *PreviewScheduleRequest) (*PreviewScheduleResponse, error)
 	// WatchJobInstances streams every Job instance the cron service emits
 	// (scheduled, triggered or backfilled), as it hands it to the executor.
 	//
 	// Errors: INVALID_ARGUMENT for a bad filter.
+	//
+	// Authorization: watch cronjobs.jobplane.dev in the namespace (every
+	// namespace: at the cluster scope), of the CronJob when one is named.
 	WatchJobInstances(*WatchJobInstancesRequest, grpc.ServerStreamingServer[WatchJobInstancesResponse]) error
 	mustEmbedUnimplementedCronServiceServer()
 }

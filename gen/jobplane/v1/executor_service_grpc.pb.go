@@ -41,6 +41,17 @@ const (
 // the leader Lease; any other answers UNAVAILABLE with an ErrorInfo whose
 // reason is NOT_LEADER and whose metadata "leader" names the holder when
 // known.
+//
+// Every RPC needs an authenticated caller: a bearer token in the
+// "authorization" metadata ("Bearer <token>", checked with the cluster's
+// TokenReview API) or a client certificate signed by the server's client CA
+// (CN the user, O the groups); else UNAUTHENTICATED. The "Authorization"
+// paragraph of each RPC names the Kubernetes permission it needs, checked
+// with a SubjectAccessReview against the cluster's RBAC; without it the RPC
+// answers PERMISSION_DENIED in the API server's words ('User "alice" cannot
+// create resource "jobs" in API group "batch" in the namespace "b"') with an
+// ErrorInfo whose reason is FORBIDDEN. Health checks and reflection need no
+// credentials.
 type ExecutorServiceClient interface {
 	// SubmitJob creates a Job managed by jobplane. It is idempotent: submitting
 	// a Job whose namespace/name exists with the same spec returns the existing
@@ -55,6 +66,11 @@ type ExecutorServiceClient interface {
 	// ALREADY_EXISTS when a different Job of that name exists (the message
 	// says what differs); UNAVAILABLE when the API server cannot be reached or
 	// this replica does not lead.
+	//
+	// Authorization: create jobs.batch in the Job's namespace. The Job is
+	// then created as the caller (impersonated: user and groups), so the API
+	// server's RBAC, admission and audit log see who asked; its pods are
+	// created by the executor.
 	SubmitJob(ctx context.Context, in *SubmitJobRequest, opts ...grpc.CallOption) (*SubmitJobResponse, error)
 	// Execute performs a given plan for a Job, in order, stopping at the first
 	// action that fails, and reports the outcome of each action.
@@ -63,6 +79,10 @@ type ExecutorServiceClient interface {
 	// its UID differs from the one given or it is not managed by jobplane;
 	// INVALID_ARGUMENT for a malformed plan or a missing namespace, name or
 	// uid; UNAVAILABLE when this replica does not lead.
+	//
+	// Authorization: update jobs.batch, subresource status, of the Job; and
+	// in its namespace the pod writes of the plan's actions: create pods,
+	// delete pods, patch pods (finalizer removal), create events.
 	Execute(ctx context.Context, in *ExecuteRequest, opts ...grpc.CallOption) (*ExecuteResponse, error)
 	// SyncJob syncs a Job now: snapshot, plan, execute. It returns the plan and
 	// what became of each action.
@@ -70,6 +90,8 @@ type ExecutorServiceClient interface {
 	// Errors: NOT_FOUND; FAILED_PRECONDITION when the Job is not managed by
 	// jobplane; UNAVAILABLE when the planner or API server cannot be reached
 	// or this replica does not lead.
+	//
+	// Authorization: update jobs.batch, subresource status, of the Job.
 	SyncJob(ctx context.Context, in *SyncJobRequest, opts ...grpc.CallOption) (*SyncJobResponse, error)
 	// GetJob returns a Job managed by jobplane and, on request, its pods. It
 	// reads the executor's informer cache.
@@ -77,12 +99,18 @@ type ExecutorServiceClient interface {
 	// Errors: INVALID_ARGUMENT without namespace or name; NOT_FOUND;
 	// FAILED_PRECONDITION (reason NOT_MANAGED) when the Job is managed by
 	// another controller.
+	//
+	// Authorization: get jobs.batch of the Job; with include_pods, list pods
+	// in its namespace too.
 	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*GetJobResponse, error)
 	// ListJobs lists the Jobs managed by jobplane, in namespace and name
 	// order, a page at a time. It reads the executor's informer cache.
 	//
 	// Errors: INVALID_ARGUMENT for a bad label selector, page size or page
 	// token.
+	//
+	// Authorization: list jobs.batch in the namespace (every namespace: at
+	// the cluster scope).
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
 	// WatchJobs streams every change of the Jobs managed by jobplane: from the
 	// current state of each matching Job, or from a resourceVersion seen
@@ -94,6 +122,9 @@ type ExecutorServiceClient interface {
 	// resourceVersion to resume from is too old (list again with ListJobs or
 	// watch from the current state); UNAVAILABLE when the API server cannot be
 	// reached.
+	//
+	// Authorization: watch jobs.batch in the namespace (every namespace: at
+	// the cluster scope).
 	WatchJobs(ctx context.Context, in *WatchJobsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchJobsResponse], error)
 	// DeleteJob deletes a Job managed by jobplane; its pods are deleted by the
 	// garbage collector (background propagation unless told otherwise) and
@@ -102,6 +133,8 @@ type ExecutorServiceClient interface {
 	// Errors: INVALID_ARGUMENT for an unknown propagation policy; NOT_FOUND;
 	// FAILED_PRECONDITION when the UID given differs or the Job is not managed
 	// by jobplane; UNAVAILABLE when this replica does not lead.
+	//
+	// Authorization: delete jobs.batch of the Job.
 	DeleteJob(ctx context.Context, in *DeleteJobRequest, opts ...grpc.CallOption) (*DeleteJobResponse, error)
 }
 
@@ -205,6 +238,17 @@ func (c *executorServiceClient) DeleteJob(ctx context.Context, in *DeleteJobRequ
 // the leader Lease; any other answers UNAVAILABLE with an ErrorInfo whose
 // reason is NOT_LEADER and whose metadata "leader" names the holder when
 // known.
+//
+// Every RPC needs an authenticated caller: a bearer token in the
+// "authorization" metadata ("Bearer <token>", checked with the cluster's
+// TokenReview API) or a client certificate signed by the server's client CA
+// (CN the user, O the groups); else UNAUTHENTICATED. The "Authorization"
+// paragraph of each RPC names the Kubernetes permission it needs, checked
+// with a SubjectAccessReview against the cluster's RBAC; without it the RPC
+// answers PERMISSION_DENIED in the API server's words ('User "alice" cannot
+// create resource "jobs" in API group "batch" in the namespace "b"') with an
+// ErrorInfo whose reason is FORBIDDEN. Health checks and reflection need no
+// credentials.
 type ExecutorServiceServer interface {
 	// SubmitJob creates a Job managed by jobplane. It is idempotent: submitting
 	// a Job whose namespace/name exists with the same spec returns the existing
@@ -219,6 +263,11 @@ type ExecutorServiceServer interface {
 	// ALREADY_EXISTS when a different Job of that name exists (the message
 	// says what differs); UNAVAILABLE when the API server cannot be reached or
 	// this replica does not lead.
+	//
+	// Authorization: create jobs.batch in the Job's namespace. The Job is
+	// then created as the caller (impersonated: user and groups), so the API
+	// server's RBAC, admission and audit log see who asked; its pods are
+	// created by the executor.
 	SubmitJob(context.Context, *SubmitJobRequest) (*SubmitJobResponse, error)
 	// Execute performs a given plan for a Job, in order, stopping at the first
 	// action that fails, and reports the outcome of each action.
@@ -227,6 +276,10 @@ type ExecutorServiceServer interface {
 	// its UID differs from the one given or it is not managed by jobplane;
 	// INVALID_ARGUMENT for a malformed plan or a missing namespace, name or
 	// uid; UNAVAILABLE when this replica does not lead.
+	//
+	// Authorization: update jobs.batch, subresource status, of the Job; and
+	// in its namespace the pod writes of the plan's actions: create pods,
+	// delete pods, patch pods (finalizer removal), create events.
 	Execute(context.Context, *ExecuteRequest) (*ExecuteResponse, error)
 	// SyncJob syncs a Job now: snapshot, plan, execute. It returns the plan and
 	// what became of each action.
@@ -234,6 +287,8 @@ type ExecutorServiceServer interface {
 	// Errors: NOT_FOUND; FAILED_PRECONDITION when the Job is not managed by
 	// jobplane; UNAVAILABLE when the planner or API server cannot be reached
 	// or this replica does not lead.
+	//
+	// Authorization: update jobs.batch, subresource status, of the Job.
 	SyncJob(context.Context, *SyncJobRequest) (*SyncJobResponse, error)
 	// GetJob returns a Job managed by jobplane and, on request, its pods. It
 	// reads the executor's informer cache.
@@ -241,12 +296,18 @@ type ExecutorServiceServer interface {
 	// Errors: INVALID_ARGUMENT without namespace or name; NOT_FOUND;
 	// FAILED_PRECONDITION (reason NOT_MANAGED) when the Job is managed by
 	// another controller.
+	//
+	// Authorization: get jobs.batch of the Job; with include_pods, list pods
+	// in its namespace too.
 	GetJob(context.Context, *GetJobRequest) (*GetJobResponse, error)
 	// ListJobs lists the Jobs managed by jobplane, in namespace and name
 	// order, a page at a time. It reads the executor's informer cache.
 	//
 	// Errors: INVALID_ARGUMENT for a bad label selector, page size or page
 	// token.
+	//
+	// Authorization: list jobs.batch in the namespace (every namespace: at
+	// the cluster scope).
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
 	// WatchJobs streams every change of the Jobs managed by jobplane: from the
 	// current state of each matching Job, or from a resourceVersion seen
@@ -258,6 +319,9 @@ type ExecutorServiceServer interface {
 	// resourceVersion to resume from is too old (list again with ListJobs or
 	// watch from the current state); UNAVAILABLE when the API server cannot be
 	// reached.
+	//
+	// Authorization: watch jobs.batch in the namespace (every namespace: at
+	// the cluster scope).
 	WatchJobs(*WatchJobsRequest, grpc.ServerStreamingServer[WatchJobsResponse]) error
 	// DeleteJob deletes a Job managed by jobplane; its pods are deleted by the
 	// garbage collector (background propagation unless told otherwise) and
@@ -266,6 +330,8 @@ type ExecutorServiceServer interface {
 	// Errors: INVALID_ARGUMENT for an unknown propagation policy; NOT_FOUND;
 	// FAILED_PRECONDITION when the UID given differs or the Job is not managed
 	// by jobplane; UNAVAILABLE when this replica does not lead.
+	//
+	// Authorization: delete jobs.batch of the Job.
 	DeleteJob(context.Context, *DeleteJobRequest) (*DeleteJobResponse, error)
 	mustEmbedUnimplementedExecutorServiceServer()
 }

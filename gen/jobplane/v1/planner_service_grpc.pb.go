@@ -32,6 +32,17 @@ const (
 // for a Job, without doing it. It is a pure function: the same request always
 // yields the same response, byte for byte; it reads no clock and performs no
 // I/O.
+//
+// Every RPC needs an authenticated caller: a bearer token in the
+// "authorization" metadata ("Bearer <token>", checked with the cluster's
+// TokenReview API) or a client certificate signed by the server's client CA
+// (CN the user, O the groups); else UNAUTHENTICATED. The "Authorization"
+// paragraph of each RPC names the Kubernetes permission it needs, checked
+// with a SubjectAccessReview against the cluster's RBAC; without it the RPC
+// answers PERMISSION_DENIED in the API server's words ('User "alice" cannot
+// create resource "jobs" in API group "batch" in the namespace "b"') with an
+// ErrorInfo whose reason is FORBIDDEN. Health checks and reflection need no
+// credentials.
 type PlannerServiceClient interface {
 	// PlanSync computes the plan of one sync of a Job from a snapshot.
 	//
@@ -39,6 +50,8 @@ type PlannerServiceClient interface {
 	// (paths such as "job.spec.completions" or "pods[3].metadata.uid") when the
 	// snapshot is malformed: a missing Job or template, a pod not controlled by
 	// the Job, duplicate pod UIDs, negative counters, sizes beyond the limits.
+	//
+	// Authorization: authentication only (a pure function of the request).
 	PlanSync(ctx context.Context, in *PlanSyncRequest, opts ...grpc.CallOption) (*PlanSyncResponse, error)
 	// StreamPlanSync is PlanSync for high throughput: the executor keeps one
 	// stream open and sends snapshots as they come. Every request gets exactly
@@ -46,6 +59,8 @@ type PlannerServiceClient interface {
 	// fails only its own response (error set), never the stream.
 	//
 	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller.
+	//
+	// Authorization: authentication only (a pure function of the request).
 	StreamPlanSync(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StreamPlanSyncRequest, StreamPlanSyncResponse], error)
 	// ValidateJob checks a Job as the API server's Job validation would on
 	// creation (generating the selector, name and UID it would generate) and
@@ -55,6 +70,8 @@ type PlannerServiceClient interface {
 	// Errors: INVALID_ARGUMENT with google.rpc.BadRequest field violations
 	// whose paths are the Kubernetes JSON paths ("job.spec.parallelism",
 	// "job.spec.podFailurePolicy.rules[0].onExitCodes.values").
+	//
+	// Authorization: authentication only (a pure function of the request).
 	ValidateJob(ctx context.Context, in *ValidateJobRequest, opts ...grpc.CallOption) (*ValidateJobResponse, error)
 }
 
@@ -107,6 +124,17 @@ func (c *plannerServiceClient) ValidateJob(ctx context.Context, in *ValidateJobR
 // for a Job, without doing it. It is a pure function: the same request always
 // yields the same response, byte for byte; it reads no clock and performs no
 // I/O.
+//
+// Every RPC needs an authenticated caller: a bearer token in the
+// "authorization" metadata ("Bearer <token>", checked with the cluster's
+// TokenReview API) or a client certificate signed by the server's client CA
+// (CN the user, O the groups); else UNAUTHENTICATED. The "Authorization"
+// paragraph of each RPC names the Kubernetes permission it needs, checked
+// with a SubjectAccessReview against the cluster's RBAC; without it the RPC
+// answers PERMISSION_DENIED in the API server's words ('User "alice" cannot
+// create resource "jobs" in API group "batch" in the namespace "b"') with an
+// ErrorInfo whose reason is FORBIDDEN. Health checks and reflection need no
+// credentials.
 type PlannerServiceServer interface {
 	// PlanSync computes the plan of one sync of a Job from a snapshot.
 	//
@@ -114,6 +142,8 @@ type PlannerServiceServer interface {
 	// (paths such as "job.spec.completions" or "pods[3].metadata.uid") when the
 	// snapshot is malformed: a missing Job or template, a pod not controlled by
 	// the Job, duplicate pod UIDs, negative counters, sizes beyond the limits.
+	//
+	// Authorization: authentication only (a pure function of the request).
 	PlanSync(context.Context, *PlanSyncRequest) (*PlanSyncResponse, error)
 	// StreamPlanSync is PlanSync for high throughput: the executor keeps one
 	// stream open and sends snapshots as they come. Every request gets exactly
@@ -121,6 +151,8 @@ type PlannerServiceServer interface {
 	// fails only its own response (error set), never the stream.
 	//
 	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller.
+	//
+	// Authorization: authentication only (a pure function of the request).
 	StreamPlanSync(grpc.BidiStreamingServer[StreamPlanSyncRequest, StreamPlanSyncResponse]) error
 	// ValidateJob checks a Job as the API server's Job validation would on
 	// creation (generating the selector, name and UID it would generate) and
@@ -130,6 +162,8 @@ type PlannerServiceServer interface {
 	// Errors: INVALID_ARGUMENT with google.rpc.BadRequest field violations
 	// whose paths are the Kubernetes JSON paths ("job.spec.parallelism",
 	// "job.spec.podFailurePolicy.rules[0].onExitCodes.values").
+	//
+	// Authorization: authentication only (a pure function of the request).
 	ValidateJob(context.Context, *ValidateJobRequest) (*ValidateJobResponse, error)
 	mustEmbedUnimplementedPlannerServiceServer()
 }

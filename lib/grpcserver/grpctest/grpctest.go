@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 )
 
@@ -30,15 +31,21 @@ type Server struct {
 
 // Options say how StartWith starts a server.
 type Options struct {
-	// Config replaces the default configuration (loopback, no drain).
+	// Config replaces the default configuration (loopback, no drain,
+	// every caller anonymous and allowed everything).
 	Config *grpcserver.Config
+	// Server are the options of grpcserver.New; with Config nil, the
+	// default's authorizer allows everything.
+	Server []grpcserver.Option
 	// Dial are the options of Conn; it is plaintext unless one of them sets
 	// transport credentials.
 	Dial []grpc.DialOption
 }
 
 // Start serves a server with default configuration on which register has
-// registered the services, over bufconn; it stops when the test ends.
+// registered the services, over bufconn; it stops when the test ends. It
+// tests handlers, not who may call them: every caller is anonymous and
+// allowed everything.
 func Start(t testing.TB, register func(*grpcserver.Server)) *Server {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
@@ -63,14 +70,24 @@ func StartWith(t testing.TB, opts Options, register func(*grpcserver.Server)) *S
 	return start(t, opts, register, lis, lis.Addr().String())
 }
 
+// allowAll allows every call, for servers testing their handlers.
+type allowAll struct{}
+
+func (allowAll) Authorize(context.Context, *auth.Identity, auth.Attributes) (auth.Decision, error) {
+	return auth.Decision{Allowed: true}, nil
+}
+
 func start(t testing.TB, opts Options, register func(*grpcserver.Server), lis net.Listener, target string, dialOpts ...grpc.DialOption) *Server {
 	t.Helper()
 	cfg := grpcserver.Defaults("127.0.0.1:0", "127.0.0.1:0")
 	cfg.ShutdownDrain = 0
+	cfg.Auth.Anonymous = true
+	serverOpts := append([]grpcserver.Option{grpcserver.WithAuthorizer(allowAll{})}, opts.Server...)
 	if opts.Config != nil {
 		cfg = *opts.Config
+		serverOpts = opts.Server
 	}
-	srv, err := grpcserver.New(cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	srv, err := grpcserver.New(cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), serverOpts...)
 	if err != nil {
 		t.Fatalf("building server: %v", err)
 	}

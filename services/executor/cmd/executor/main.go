@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
@@ -33,7 +32,6 @@ import (
 // config is the executor's own configuration (flags with EXECUTOR_*
 // environment fallbacks).
 type config struct {
-	kubeconfig  string
 	plannerAddr string
 	managedBy   string
 	finalizer   string
@@ -45,7 +43,6 @@ type config struct {
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (default $KUBECONFIG); empty uses the in-cluster configuration")
 	fs.StringVar(&c.plannerAddr, "planner-addr", "127.0.0.1:50051", "address of the PlannerService")
 	fs.StringVar(&c.managedBy, "managed-by", svc.DefaultManagedBy, "spec.managedBy of the Jobs to run")
 	fs.StringVar(&c.finalizer, "tracking-finalizer", plan.DefaultTrackingFinalizer, "pod tracking finalizer")
@@ -101,10 +98,13 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	if err := metrics.Register(srv.Registry()); err != nil {
 		return err
 	}
-	restCfg, err := restConfig(cfg)
+	// The cluster of the chassis' -kubeconfig: the one that authenticates
+	// and authorizes callers is the one the executor runs Jobs on.
+	restCfg, err := srv.KubeRESTConfig()
 	if err != nil {
 		return err
 	}
+	configureClient(restCfg, cfg)
 	restCfg.Wrap(metrics.Transport)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -159,23 +159,14 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	return nil
 }
 
-func restConfig(cfg config) (*rest.Config, error) {
-	var restCfg *rest.Config
-	var err error
-	if cfg.kubeconfig != "" {
-		restCfg, err = clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
-	} else {
-		restCfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
-	}
+// configureClient sets the executor's identity, timeout and API budget on
+// restCfg.
+func configureClient(restCfg *rest.Config, cfg config) {
 	restCfg.UserAgent = "jobplane-executor"
 	// A request the API server never answers must not hold a worker.
 	restCfg.Timeout = 30 * time.Second
 	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
 	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst)
-	return restCfg, nil
 }
 
 // runner is the controller with its leadership, as the gRPC service sees it.

@@ -1,0 +1,223 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/jobplane/jobplane/lib/apierr"
+)
+
+// Authenticator establishes who calls, as the API server's own
+// authenticators do, in their order: a client certificate verified against
+// the client CA first, then a bearer token reviewed by the API server; then,
+// only when configured, the anonymous identity. Credentials that do not
+// authenticate are refused, never treated as none.
+type Authenticator struct {
+	client    kubernetes.Interface // nil: bearer tokens cannot be checked
+	audiences []string
+	anonymous bool
+	ttl       time.Duration
+	cache     *cache.LRUExpireCache // sha256 of a token -> *tokenReview
+	inflight  singleflight.Group
+	log       *slog.Logger
+	now       func() time.Time
+}
+
+// tokenReview is the API server's answer about one token.
+type tokenReview struct {
+	id *Identity // nil: not authenticated
+}
+
+// NewAuthenticator returns an authenticator that reviews tokens with
+// client (nil: tokens are answered UNAVAILABLE).
+func NewAuthenticator(cfg Config, client kubernetes.Interface, log *slog.Logger) *Authenticator {
+	return &Authenticator{
+		client:    client,
+		audiences: cfg.audiences(),
+		anonymous: cfg.Anonymous,
+		ttl:       cfg.TokenCacheTTL,
+		cache:     cache.NewLRUExpireCache(cfg.TokenCacheSize),
+		log:       log,
+		now:       time.Now,
+	}
+}
+
+// Authenticate returns the caller's identity, or UNAUTHENTICATED (no
+// credentials or refused ones) or UNAVAILABLE (the API server could not
+// answer).
+func (a *Authenticator) Authenticate(ctx context.Context) (*Identity, error) {
+	if id := certificateIdentity(ctx); id != nil {
+		return id, nil
+	}
+	token, present, err := bearerToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if present {
+		return a.reviewToken(ctx, token)
+	}
+	if a.anonymous {
+		return Anonymous(), nil
+	}
+	return nil, unauthenticated("no credentials: send the metadata \"authorization: Bearer <token>\" or a client certificate")
+}
+
+// HasCredentials says whether the call carries a verified client
+// certificate or an authorization header.
+func HasCredentials(ctx context.Context) bool {
+	if certificateIdentity(ctx) != nil {
+		return true
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	return len(md.Get("authorization")) > 0
+}
+
+func unauthenticated(msg string) error {
+	return apierr.New(codes.Unauthenticated, "UNAUTHENTICATED", nil, "%s", msg)
+}
+
+// certificateIdentity is the subject of a client certificate the TLS
+// handshake verified against the client CA: CN the user, O the groups.
+func certificateIdentity(ctx context.Context) *Identity {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return nil
+	}
+	tlsInfo, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(tlsInfo.State.VerifiedChains) == 0 || len(tlsInfo.State.PeerCertificates) == 0 {
+		return nil
+	}
+	subject := tlsInfo.State.PeerCertificates[0].Subject
+	if subject.CommonName == "" {
+		return nil
+	}
+	return &Identity{User: subject.CommonName, Groups: slices.Clone(subject.Organization), Method: MethodCertificate}
+}
+
+// bearerToken reads the authorization metadata: absent, or exactly one
+// "Bearer <token>".
+func bearerToken(ctx context.Context) (token string, present bool, err error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	values := md.Get("authorization")
+	switch len(values) {
+	case 0:
+		return "", false, nil
+	case 1:
+	default:
+		return "", true, unauthenticated("more than one authorization metadata value")
+	}
+	scheme, token, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", true, unauthenticated("the authorization metadata must be \"Bearer <token>\"")
+	}
+	return token, true, nil
+}
+
+// reviewToken asks the API server who token is, or reuses its answer. The
+// cache is keyed by the token's hash, never the token; concurrent calls
+// with the same token share one review.
+func (a *Authenticator) reviewToken(ctx context.Context, token string) (*Identity, error) {
+	if a.client == nil {
+		return nil, apierr.New(codes.Unavailable, "NO_KUBERNETES_API", nil,
+			"bearer tokens cannot be checked: this server has no Kubernetes API configured (-kubeconfig)")
+	}
+	sum := sha256.Sum256([]byte(token))
+	key := string(sum[:])
+	if v, ok := a.cache.Get(key); ok {
+		return v.(*tokenReview).result()
+	}
+	v, err, _ := a.inflight.Do(key, func() (any, error) {
+		// The review outlives a caller that gives up: others may wait on it.
+		reviewCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		review, err := a.client.AuthenticationV1().TokenReviews().Create(reviewCtx, &authenticationv1.TokenReview{
+			Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: a.audiences},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		r := &tokenReview{}
+		if review.Status.Authenticated && a.audienceMatches(review.Status.Audiences) {
+			u := review.Status.User
+			r.id = &Identity{User: u.Username, UID: u.UID, Groups: u.Groups, Method: MethodToken}
+			if len(u.Extra) > 0 {
+				r.id.Extra = make(map[string][]string, len(u.Extra))
+				for k, v := range u.Extra {
+					r.id.Extra[k] = v
+				}
+			}
+		} else {
+			a.log.Debug("bearer token refused by the TokenReview API", "error", review.Status.Error)
+		}
+		if ttl := a.cacheTTL(token); ttl > 0 {
+			a.cache.Add(key, r, ttl)
+		}
+		return r, nil
+	})
+	if err != nil {
+		a.log.Warn("TokenReview failed", "err", err)
+		return nil, apierr.New(codes.Unavailable, "TOKEN_REVIEW_FAILED", nil,
+			"the bearer token could not be checked: the Kubernetes API did not answer the TokenReview")
+	}
+	return v.(*tokenReview).result()
+}
+
+func (r *tokenReview) result() (*Identity, error) {
+	if r.id == nil {
+		return nil, unauthenticated("the bearer token was refused: invalid, expired or issued for another audience")
+	}
+	return r.id, nil
+}
+
+// audienceMatches: when audiences are required, the API server must have
+// found the token valid for one of them.
+func (a *Authenticator) audienceMatches(got []string) bool {
+	if len(a.audiences) == 0 {
+		return true
+	}
+	for _, want := range a.audiences {
+		if slices.Contains(got, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// cacheTTL is the configured TTL, shortened to the token's expiry when it
+// is a JWT carrying one: an expired token is never accepted from the cache.
+// The claim is read unverified, only to shorten the cache's reuse.
+func (a *Authenticator) cacheTTL(token string) time.Duration {
+	ttl := a.ttl
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return ttl
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ttl
+	}
+	var claims struct {
+		Exp *int64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Exp == nil {
+		return ttl
+	}
+	return min(ttl, time.Unix(*claims.Exp, 0).Sub(a.now()))
+}

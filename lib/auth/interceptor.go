@@ -1,0 +1,129 @@
+package auth
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/jobplane/jobplane/lib/apierr"
+)
+
+// Interceptor authenticates every call and authorizes it by its rule.
+type Interceptor struct {
+	authn *Authenticator
+	authz Authorizer
+	rules map[string]Rule
+	// openPure lets calls without credentials through to the RPCs that
+	// need authentication only, as the anonymous identity.
+	openPure bool
+	log      *slog.Logger
+}
+
+// NewInterceptor returns the interceptor of rules (Rules in production).
+func NewInterceptor(cfg Config, authn *Authenticator, authz Authorizer, rules map[string]Rule, log *slog.Logger) *Interceptor {
+	return &Interceptor{authn: authn, authz: authz, rules: rules, openPure: cfg.AllowUnauthenticatedPureRPCs, log: log}
+}
+
+// Unary authenticates and authorizes a unary call before its handler runs.
+func (i *Interceptor) Unary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		rule, ctx, err := i.authenticate(ctx, info.FullMethod)
+		if err != nil {
+			return nil, err
+		}
+		if err := i.authorize(ctx, info.FullMethod, rule, req); err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+// Stream authenticates a streaming call before its handler runs and
+// authorizes each message it receives, since the request is known only
+// then (WatchJobs' namespace is in its one request message).
+func (i *Interceptor) Stream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		rule, ctx, err := i.authenticate(ss.Context(), info.FullMethod)
+		if err != nil {
+			return err
+		}
+		return handler(srv, &authorizedStream{ServerStream: ss, ctx: ctx, i: i, method: info.FullMethod, rule: rule})
+	}
+}
+
+type authorizedStream struct {
+	grpc.ServerStream
+	ctx    context.Context
+	i      *Interceptor
+	method string
+	rule   Rule
+}
+
+func (s *authorizedStream) Context() context.Context { return s.ctx }
+
+func (s *authorizedStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return s.i.authorize(s.ctx, s.method, s.rule, m)
+}
+
+// authenticate finds the method's rule and the caller, and returns ctx
+// carrying the caller's identity.
+func (i *Interceptor) authenticate(ctx context.Context, method string) (Rule, context.Context, error) {
+	rule, ok := i.rules[method]
+	if !ok {
+		// Registration checks the table; a method it does not know is a
+		// bug, refused rather than let through.
+		i.log.Error("no authorization rule for the method; refusing the call", "method", method)
+		return Rule{}, ctx, apierr.New(codes.PermissionDenied, "NO_RULE", map[string]string{"method": method},
+			"no authorization rule for %s", method)
+	}
+	var id *Identity
+	if i.openPure && rule.AuthenticationOnly() && !HasCredentials(ctx) {
+		id = Anonymous()
+	} else {
+		var err error
+		if id, err = i.authn.Authenticate(ctx); err != nil {
+			return rule, ctx, err
+		}
+	}
+	logging.AddFields(ctx, logging.Fields{"grpc.user", id.User})
+	return rule, NewContext(ctx, id), nil
+}
+
+// authorize asks the authorizer for every permission req needs.
+func (i *Interceptor) authorize(ctx context.Context, method string, rule Rule, req any) error {
+	if rule.AuthenticationOnly() {
+		return nil
+	}
+	id, _ := FromContext(ctx)
+	attrs, ok := rule.Attributes(req)
+	if !ok {
+		i.log.Error("request of an unexpected type; refusing the call", "method", method)
+		return apierr.New(codes.PermissionDenied, "NO_RULE", map[string]string{"method": method},
+			"no authorization rule for %s with this request", method)
+	}
+	for _, a := range attrs {
+		d, err := i.authz.Authorize(ctx, id, a)
+		if err != nil {
+			i.log.Warn("SubjectAccessReview failed", "method", method, "user", id.User, "err", err)
+			return apierr.New(codes.Unavailable, "AUTHORIZATION_UNAVAILABLE", nil,
+				"the call could not be authorized: the Kubernetes API did not answer the SubjectAccessReview")
+		}
+		if !d.Allowed {
+			msg := ForbiddenMessage(id.User, a)
+			if d.Reason != "" {
+				msg += ": " + d.Reason
+			}
+			return apierr.New(codes.PermissionDenied, "FORBIDDEN", map[string]string{
+				"user": id.User, "verb": a.Verb, "group": a.Group, "resource": a.Resource,
+				"subresource": a.Subresource, "namespace": a.Namespace, "name": a.Name,
+			}, "%s", msg)
+		}
+	}
+	return nil
+}
