@@ -1,12 +1,14 @@
 package kubetest
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
-	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -46,83 +48,177 @@ func BuildBinary(tb testing.TB, pkg string) string {
 	return path
 }
 
-// Process is a jobplane service run as a real process for a test: it can be
-// killed and started again, and its log is shown when the test fails.
+// Process is one of jobplane's services run as a real process on free
+// loopback ports. Its output goes to a log file (kept across restarts), shown
+// when a test fails. It can be killed and started again on the same ports,
+// for fault tests.
 type Process struct {
-	tb     testing.TB
-	name   string
-	binary string
-	args   []string
-	log    string
+	Name        string
+	GRPCAddr    string
+	MetricsAddr string
+	// LogPath is the file its stdout and stderr go to.
+	LogPath string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	bin  string
+	args []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
 }
 
-// StartProcess runs binary with args; it is stopped when the test ends.
-func StartProcess(tb testing.TB, name, binary string, args ...string) *Process {
+// processReadyTimeout bounds how long a process may take to answer /readyz.
+const processReadyTimeout = time.Minute
+
+// StartProcess runs bin with args and -grpc-addr and -metrics-addr on free
+// loopback ports, and waits until its /readyz answers OK. The process is
+// stopped (SIGTERM, then SIGKILL) when tb ends, and its log shown if tb failed.
+func StartProcess(tb testing.TB, name, bin string, args ...string) *Process {
 	tb.Helper()
-	p := &Process{tb: tb, name: name, binary: binary, args: args, log: filepath.Join(tb.TempDir(), name+".log")}
-	showLogsOnFailure(tb, func() []string { return []string{p.log} })
-	p.Start()
-	tb.Cleanup(func() { p.Stop(syscall.SIGTERM) })
+	ports := freePorts(tb, 2)
+	p := &Process{
+		Name:        name,
+		GRPCAddr:    fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		LogPath:     filepath.Join(tb.TempDir(), name+".log"),
+		bin:         bin,
+	}
+	p.args = append([]string{"-grpc-addr", p.GRPCAddr, "-metrics-addr", p.MetricsAddr}, args...)
+	tb.Cleanup(func() {
+		p.Stop(tb)
+		if tb.Failed() {
+			tb.Logf("---- last lines of %s ----\n%s", p.LogPath, p.Tail(60, ""))
+		}
+	})
+	p.Start(tb)
 	return p
 }
 
-// Start starts the process (again), appending to its log.
-func (p *Process) Start() {
-	p.tb.Helper()
+// Start starts the process (again, after Kill or Stop) with the same
+// arguments and ports, and waits until it is ready.
+func (p *Process) Start(tb testing.TB) {
+	tb.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	logFile, err := os.OpenFile(p.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		p.tb.Fatal(err)
+	if p.cmd != nil {
+		tb.Fatalf("%s is already running", p.Name)
 	}
-	fmt.Fprintf(logFile, "==== %s started %s\n", p.name, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(p.binary, p.args...)
+	logFile, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer logFile.Close() // the child has its own copy
+	fmt.Fprintf(logFile, "---- %s: %s %s\n", time.Now().Format(time.RFC3339Nano), p.bin, strings.Join(p.args, " "))
+	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Own process group, and killed if the test binary dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		p.tb.Fatalf("starting %s: %v", p.name, err)
+		tb.Fatalf("starting %s: %v", p.Name, err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); logFile.Close(); close(done) }()
-	p.cmd, p.done = cmd, done
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	p.cmd, p.exited = cmd, exited
+
+	deadline := time.Now().Add(processReadyTimeout)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		select {
+		case <-exited:
+			p.cmd = nil
+			tb.Fatalf("%s exited before it was ready (%s); its log:\n%s", p.Name, cmd.ProcessState, p.Tail(60, ""))
+		default:
+		}
+		if resp, err := client.Get("http://" + p.MetricsAddr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s not ready after %s; its log:\n%s", p.Name, processReadyTimeout, p.Tail(60, ""))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
-// Stop sends sig (SIGKILL to kill, SIGTERM to stop gracefully) and waits for
-// the process to exit, killing it after 20 seconds.
-func (p *Process) Stop(sig syscall.Signal) {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
+// Binary is the executable the process runs.
+func (p *Process) Binary() string { return p.bin }
+
+// Kill kills the process with SIGKILL, as a crash would, and waits for it to
+// be gone.
+func (p *Process) Kill(tb testing.TB) {
+	tb.Helper()
+	p.signal(syscall.SIGKILL, 0)
 }
 
-// Exited says whether the process has exited, and its exit code.
-func (p *Process) Exited() (bool, int) {
+// Stop asks the process to stop with SIGTERM and kills it if it has not
+// stopped after ten seconds.
+func (p *Process) Stop(tb testing.TB) {
+	tb.Helper()
+	p.signal(syscall.SIGTERM, 10*time.Second)
+}
+
+// Restart kills the process and starts it again on the same ports.
+func (p *Process) Restart(tb testing.TB) {
+	tb.Helper()
+	p.Kill(tb)
+	p.Start(tb)
+}
+
+// signal sends sig and waits for the process to exit, killing it after grace
+// (unless sig is SIGKILL already). It does nothing if the process is not
+// running.
+func (p *Process) signal(sig syscall.Signal, grace time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	select {
-	case <-p.done:
-		return true, p.cmd.ProcessState.ExitCode()
-	default:
-		return false, 0
+	if p.cmd == nil {
+		return
 	}
+	_ = p.cmd.Process.Signal(sig)
+	if sig != syscall.SIGKILL {
+		select {
+		case <-p.exited:
+		case <-time.After(grace):
+			_ = p.cmd.Process.Kill()
+		}
+	}
+	<-p.exited
+	p.cmd = nil
 }
 
-// FreeAddr returns a free loopback address ("127.0.0.1:port").
-func FreeAddr(tb testing.TB) string {
-	tb.Helper()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(tb, 1)[0]))
+// Tail returns the last n lines of the process's log, only those containing
+// match when it is not empty.
+func (p *Process) Tail(n int, match string) string {
+	data, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if match != "" && !strings.Contains(sc.Text(), match) {
+			continue
+		}
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ShowLogLinesOnFailure prints, when t has failed, the lines of each
+// process's log that mention match (a namespace, say): processes shared by
+// several tests log for all of them.
+func ShowLogLinesOnFailure(t testing.TB, match string, procs ...*Process) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, p := range procs {
+			t.Logf("---- %s log lines mentioning %q ----\n%s", p.Name, match, p.Tail(80, match))
+		}
+	})
 }

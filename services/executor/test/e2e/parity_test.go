@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/jobplane/jobplane/lib/kubetest"
 )
 
 // How jobplane's Jobs are told apart from plain ones, and the finalizer each
@@ -306,7 +308,7 @@ func runParity(t *testing.T, e *Env, tc parityCase) {
 	t.Cleanup(func() {
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
-	showLogsOnFailure(t, ns, e.Processes()...)
+	kubetest.ShowLogLinesOnFailure(t, ns, e.Processes()...)
 
 	halves := []*half{{client: client, namespace: ns, name: tc.slug + "-builtin", finalizer: builtinFinalizer}}
 	if !builtinOnly() {

@@ -83,9 +83,7 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 func start(t *testing.T) *env {
 	t.Helper()
 	api := kubetest.StartAPIServer(t)
-	plannerAddr := kubetest.FreeAddr(t)
-	kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"),
-		"-grpc-addr", plannerAddr, "-metrics-addr", "", "-shutdown-drain", "0s")
+	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"), "-shutdown-drain", "0s")
 
 	log := &requestLog{}
 	cfg := rest.CopyConfig(api.Config)
@@ -94,14 +92,14 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := grpc.NewClient(plannerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(planner.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	planner := plannerclient.New(conn)
+	plans := plannerclient.New(conn)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctrl, err := controller.New(controller.Config{
-		Client: client, Informers: factory, Planner: planner, ManagedBy: managedBy,
+		Client: client, Informers: factory, Planner: plans, ManagedBy: managedBy,
 		Finalizer: plan.DefaultTrackingFinalizer, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -115,7 +113,7 @@ func start(t *testing.T) *env {
 		cancel()
 		<-done
 		factory.Shutdown()
-		planner.Close()
+		plans.Close()
 		conn.Close()
 	})
 	return &env{client: api.Client, requests: log}
