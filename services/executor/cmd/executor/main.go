@@ -130,9 +130,15 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 		cfg.lease.Identity = hostname + "_" + string(uuid.NewUUID())
 		runner.elector = leader.New(cfg.lease, client, log)
 	}
+	// SubmitJob creates Jobs as its caller; the controller creates their
+	// pods as the executor.
+	impersonate, err := svc.Impersonating(restCfg)
+	if err != nil {
+		return fmt.Errorf("impersonating client: %w", err)
+	}
 	srv.RegisterService(&jobplanev1.ExecutorService_ServiceDesc, svc.NewExecutorService(svc.Config{
-		Client: client, Jobs: ctrl.Jobs(), PodsOf: ctrl.PodsOf, Runner: runner, ManagedBy: cfg.managedBy, Log: log,
-		Done: ctx.Done(),
+		Client: client, Impersonate: impersonate, Jobs: ctrl.Jobs(), PodsOf: ctrl.PodsOf, Runner: runner,
+		ManagedBy: cfg.managedBy, Log: log, Done: ctx.Done(),
 	}))
 
 	srv.Go("informers", func(ctx context.Context) error {

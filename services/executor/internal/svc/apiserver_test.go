@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/lib/kubetest"
@@ -49,14 +51,23 @@ func startRealAPI(t *testing.T) *realAPI {
 			t.Fatalf("%v cache did not sync", typ)
 		}
 	}
+	// grpctest's callers are anonymous and SubmitJob acts as its caller:
+	// here the anonymous user may write Jobs everywhere.
+	grantEverywhere(t, apiserver.Client, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: auth.AnonymousUser},
+		rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "create"}})
+	impersonate, err := svc.Impersonating(apiserver.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := grpctest.Start(t, func(s *grpcserver.Server) {
 		s.RegisterService(&jobplanev1.ExecutorService_ServiceDesc, svc.NewExecutorService(svc.Config{
-			Client:    apiserver.Client,
-			Jobs:      lister,
-			PodsOf:    func(*batchv1.Job) ([]*corev1.Pod, error) { return nil, nil },
-			Runner:    &fakeRunner{leader: true},
-			ManagedBy: managedBy,
-			Log:       slog.New(slog.DiscardHandler),
+			Client:      apiserver.Client,
+			Impersonate: impersonate,
+			Jobs:        lister,
+			PodsOf:      func(*batchv1.Job) ([]*corev1.Pod, error) { return nil, nil },
+			Runner:      &fakeRunner{leader: true},
+			ManagedBy:   managedBy,
+			Log:         slog.New(slog.DiscardHandler),
 		}))
 	})
 	return &realAPI{kube: apiserver.Client, api: jobplanev1.NewExecutorServiceClient(srv.Conn)}

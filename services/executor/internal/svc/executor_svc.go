@@ -14,11 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	batchv1listers "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/plan"
 )
@@ -38,8 +40,12 @@ type Runner interface {
 
 // Config is what the service reads, writes and calls.
 type Config struct {
-	// Client writes Jobs (SubmitJob, DeleteJob) and watches them (WatchJobs).
+	// Client deletes Jobs (DeleteJob) and watches them (WatchJobs), as the
+	// executor.
 	Client kubernetes.Interface
+	// Impersonate returns a client acting as the caller, for SubmitJob
+	// (Impersonating builds it from the executor's rest.Config).
+	Impersonate func(caller *auth.Identity) (typedbatchv1.BatchV1Interface, error)
 	// Jobs reads Jobs from the informer cache (GetJob, ListJobs), so that a
 	// standby replica serves reads too.
 	Jobs batchv1listers.JobLister
@@ -64,6 +70,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.Client == nil {
 		errs = append(errs, errors.New("svc.Config.Client is required"))
+	}
+	if c.Impersonate == nil {
+		errs = append(errs, errors.New("svc.Config.Impersonate is required"))
 	}
 	if c.Jobs == nil {
 		errs = append(errs, errors.New("svc.Config.Jobs is required"))

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	batchv1listers "k8s.io/client-go/listers/batch/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -28,6 +29,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/lib/plan"
@@ -40,11 +42,13 @@ const managedBy = "jobplane.dev/executor"
 // watches, an informer-style lister for reads, and a fake controller.
 type fixture struct {
 	client *fake.Clientset
-	cache  cache.Indexer
-	pods   map[types.UID][]*corev1.Pod
-	runner *fakeRunner
-	api    jobplanev1.ExecutorServiceClient
-	done   chan struct{}
+	// impersonated lists the callers SubmitJob acted as.
+	impersonated *[]string
+	cache        cache.Indexer
+	pods         map[types.UID][]*corev1.Pod
+	runner       *fakeRunner
+	api          jobplanev1.ExecutorServiceClient
+	done         chan struct{}
 }
 
 func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
@@ -55,6 +59,8 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 		pods:   map[types.UID][]*corev1.Pod{},
 		runner: &fakeRunner{leader: true},
 		done:   make(chan struct{}),
+
+		impersonated: &[]string{},
 	}
 	// The fake clientset stores dry runs and ignores generateName; the API
 	// server does neither.
@@ -78,18 +84,26 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	}
 	srv := grpctest.Start(t, func(s *grpcserver.Server) {
 		s.RegisterService(&jobplanev1.ExecutorService_ServiceDesc, svc.NewExecutorService(svc.Config{
-			Client:    f.client,
-			Jobs:      batchv1listers.NewJobLister(f.cache),
-			PodsOf:    func(job *batchv1.Job) ([]*corev1.Pod, error) { return f.pods[job.UID], nil },
-			Runner:    f.runner,
-			ManagedBy: managedBy,
-			Log:       slog.New(slog.DiscardHandler),
-			Done:      f.done,
+			Client:      f.client,
+			Impersonate: f.impersonate,
+			Jobs:        batchv1listers.NewJobLister(f.cache),
+			PodsOf:      func(job *batchv1.Job) ([]*corev1.Pod, error) { return f.pods[job.UID], nil },
+			Runner:      f.runner,
+			ManagedBy:   managedBy,
+			Log:         slog.New(slog.DiscardHandler),
+			Done:        f.done,
 		}))
 	})
 	f.api = jobplanev1.NewExecutorServiceClient(srv.Conn)
 	f.client.ClearActions()
 	return f
+}
+
+// impersonate records the caller and acts as the executor: the fake
+// clientset has no RBAC.
+func (f *fixture) impersonate(caller *auth.Identity) (typedbatchv1.BatchV1Interface, error) {
+	*f.impersonated = append(*f.impersonated, caller.User)
+	return f.client.BatchV1(), nil
 }
 
 // actions are the API calls the fake clientset recorded, as "verb resource"
@@ -242,13 +256,13 @@ func TestExecutorIsHealthy(t *testing.T) {
 
 func TestConfigValidateNamesEveryMissingDependency(t *testing.T) {
 	err := svc.Config{}.Validate()
-	for _, f := range []string{"Client", "Jobs", "PodsOf", "Runner"} {
+	for _, f := range []string{"Client", "Impersonate", "Jobs", "PodsOf", "Runner"} {
 		if err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("Validate() = %v, does not name %s", err, f)
 		}
 	}
 	f := newFixture(t)
-	cfg := svc.Config{Client: f.client, Jobs: batchv1listers.NewJobLister(f.cache), PodsOf: func(*batchv1.Job) ([]*corev1.Pod, error) { return nil, nil }, Runner: f.runner}
+	cfg := svc.Config{Client: f.client, Impersonate: f.impersonate, Jobs: batchv1listers.NewJobLister(f.cache), PodsOf: func(*batchv1.Job) ([]*corev1.Pod, error) { return nil, nil }, Runner: f.runner}
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("complete config: %v", err)
 	}

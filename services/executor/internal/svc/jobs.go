@@ -16,10 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/jobvalidation"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 )
@@ -31,7 +33,12 @@ const (
 )
 
 // SubmitJob creates a Job managed by jobplane, or answers the existing one
-// when the same Job was submitted before.
+// when the same Job was submitted before. Every request it makes for it
+// (the create, and the read and dry run of a resubmission) is the caller's,
+// impersonated: the API server's RBAC, admission and audit see who asked,
+// and jobplane creates no Job its caller could not create himself. The cron
+// service submits its runs as itself, as the built-in CronJob controller
+// creates them.
 func (s *ExecutorService) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJobRequest) (*jobplanev1.SubmitJobResponse, error) {
 	job, err := jobvalidation.Check(s.withManagedBy(req.GetJob()), "job")
 	if err != nil {
@@ -51,15 +58,36 @@ func (s *ExecutorService) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJ
 	if err := s.mustLead(); err != nil {
 		return nil, err
 	}
+	jobs, err := s.asCaller(ctx, job.Namespace)
+	if err != nil {
+		return nil, err
+	}
 	job.Status = batchv1.JobStatus{} // the API server ignores it on create
-	created, err := s.cfg.Client.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	created, err := jobs.Create(ctx, job, metav1.CreateOptions{})
 	switch {
 	case err == nil:
 		return s.submitted(created, true)
 	case apierrors.IsAlreadyExists(err) && job.Name != "":
-		return s.resubmitted(ctx, job)
+		return s.resubmitted(ctx, jobs, job)
 	}
 	return nil, s.fromKube(err)
+}
+
+// asCaller returns the Jobs of namespace as the caller of ctx sees them.
+func (s *ExecutorService) asCaller(ctx context.Context, namespace string) (typedbatchv1.JobInterface, error) {
+	id, ok := auth.FromContext(ctx)
+	if !ok {
+		// The chassis authenticates every call: a call without an
+		// identity is a bug, and acting as the executor would be worse.
+		s.log.Error("a call without an identity reached SubmitJob")
+		return nil, apierr.New(codes.Internal, "NO_IDENTITY", nil, "the caller's identity is unknown; the executor's log has the cause")
+	}
+	client, err := s.cfg.Impersonate(id)
+	if err != nil {
+		s.log.Error("building a client impersonating the caller", "user", id.User, "err", err)
+		return nil, apierr.New(codes.Internal, "IMPERSONATION", nil, "cannot act as the caller; the executor's log has the cause")
+	}
+	return client.Jobs(namespace), nil
 }
 
 // withManagedBy returns job with an empty spec.managedBy set to jobplane's,
@@ -87,8 +115,7 @@ func (s *ExecutorService) submitted(job *batchv1.Job, created bool) (*jobplanev1
 // resubmitted answers a submission whose name is taken: the existing Job when
 // it is jobplane's and has the spec this submission would have been stored
 // with, else ALREADY_EXISTS saying what differs.
-func (s *ExecutorService) resubmitted(ctx context.Context, job *batchv1.Job) (*jobplanev1.SubmitJobResponse, error) {
-	jobs := s.cfg.Client.BatchV1().Jobs(job.Namespace)
+func (s *ExecutorService) resubmitted(ctx context.Context, jobs typedbatchv1.JobInterface, job *batchv1.Job) (*jobplanev1.SubmitJobResponse, error) {
 	existing, err := jobs.Get(ctx, job.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, apierr.New(codes.Aborted, "DELETED_MEANWHILE", nil,
@@ -106,7 +133,7 @@ func (s *ExecutorService) resubmitted(ctx context.Context, job *batchv1.Job) (*j
 		return nil, apierr.New(codes.AlreadyExists, "ALREADY_EXISTS", nil,
 			"Job %s/%s already exists and is being deleted; submit it again once it is gone", job.Namespace, job.Name)
 	}
-	wouldBe, err := s.dryRunCreate(ctx, job)
+	wouldBe, err := dryRunCreate(ctx, jobs, job)
 	if err != nil {
 		return nil, s.fromKube(err)
 	}
@@ -133,7 +160,7 @@ var generatedTemplateLabels = []string{batchv1.ControllerUidLabel, batchv1.JobNa
 // server's and not modelled here. The dry run takes a name the API server
 // generates, as the real one is taken, no longer than the real one: the name
 // bounds the pods' hostnames, which validation checks.
-func (s *ExecutorService) dryRunCreate(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error) {
+func dryRunCreate(ctx context.Context, jobs typedbatchv1.JobInterface, job *batchv1.Job) (*batchv1.Job, error) {
 	const suffix = 5 // characters the API server adds to a generateName
 	probe := job.DeepCopy()
 	probe.GenerateName = job.Name
@@ -147,7 +174,7 @@ func (s *ExecutorService) dryRunCreate(ctx context.Context, job *batchv1.Job) (*
 			delete(probe.Spec.Template.Labels, l)
 		}
 	}
-	return s.cfg.Client.BatchV1().Jobs(job.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return jobs.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 }
 
 // submitterSpec is what a submitter controls of a stored Job's spec: all of

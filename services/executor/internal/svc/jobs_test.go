@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 )
 
@@ -433,4 +434,18 @@ func TestDeleteJob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The Job is created as the caller (grpctest's callers are anonymous), a
+// resubmission read and dry-run as the caller too; deletions stay the
+// executor's.
+func TestSubmitJobActsAsTheCaller(t *testing.T) {
+	f := newFixture(t)
+	for range 2 {
+		if _, err := f.api.SubmitJob(context.Background(), &jobplanev1.SubmitJobRequest{Job: contractJob(t, "default", "mine")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	equal(t, "impersonated", *f.impersonated, []string{auth.AnonymousUser, auth.AnonymousUser})
+	equal(t, "actions", f.actions(), []string{"create jobs", "create jobs", "get jobs", "create jobs dry-run"})
 }
