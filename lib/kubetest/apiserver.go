@@ -30,14 +30,38 @@ type APIServer struct {
 	Client kubernetes.Interface
 	// Dir holds the data and logs of both processes.
 	Dir string
+	// ServiceAccountKeyFile is the PEM RSA key that signs the service
+	// account tokens it issues (tests forge expired ones with it).
+	ServiceAccountKeyFile string
 }
 
 const adminToken = "jobplane-test-admin"
 
+// ServiceAccountIssuer is the issuer of the service account tokens, and
+// their default audience.
+const ServiceAccountIssuer = "https://kubernetes.default.svc"
+
+// Option changes how StartAPIServer starts the API server.
+type Option func(*apiServerOptions)
+
+type apiServerOptions struct {
+	flags []string
+}
+
+// WithFlags adds flags to kube-apiserver's command line, after (and so
+// overriding) its own.
+func WithFlags(flags ...string) Option {
+	return func(o *apiServerOptions) { o.flags = append(o.flags, flags...) }
+}
+
 // StartAPIServer starts etcd and kube-apiserver on free loopback ports and
 // stops them (removing their data) when the test ends.
-func StartAPIServer(tb testing.TB) *APIServer {
+func StartAPIServer(tb testing.TB, opts ...Option) *APIServer {
 	tb.Helper()
+	var o apiServerOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	bin := Binaries(tb)
 	dir := tb.TempDir()
 	ports := freePorts(tb, 3)
@@ -62,23 +86,23 @@ func StartAPIServer(tb testing.TB) *APIServer {
 	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	start(tb, filepath.Join(bin, "kube-apiserver"), logs[1],
-		"--etcd-servers="+clientURL,
+	start(tb, filepath.Join(bin, "kube-apiserver"), logs[1], append([]string{
+		"--etcd-servers=" + clientURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(apiPort),
-		"--cert-dir="+filepath.Join(dir, "certs"),
-		"--token-auth-file="+tokens,
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--cert-dir=" + filepath.Join(dir, "certs"),
+		"--token-auth-file=" + tokens,
 		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+saKey,
-		"--service-account-signing-key-file="+saKey,
+		"--service-account-issuer=" + ServiceAccountIssuer,
+		"--service-account-key-file=" + saKey,
+		"--service-account-signing-key-file=" + saKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		// Pods are created without a ServiceAccount object existing; no
 		// controller-manager runs here to create the default one.
 		"--disable-admission-plugins=ServiceAccount",
 		"--enable-priority-and-fairness=false",
-	)
+	}, o.flags...)...)
 
 	cfg := &rest.Config{
 		Host:            fmt.Sprintf("https://127.0.0.1:%d", apiPort),
@@ -91,7 +115,7 @@ func StartAPIServer(tb testing.TB) *APIServer {
 		tb.Fatal(err)
 	}
 	waitReady(tb, client)
-	return &APIServer{Config: cfg, Client: client, Dir: dir}
+	return &APIServer{Config: cfg, Client: client, Dir: dir, ServiceAccountKeyFile: saKey}
 }
 
 // start runs a component with its output in logPath and stops it when the
