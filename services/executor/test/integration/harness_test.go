@@ -83,7 +83,9 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 func start(t *testing.T) *env {
 	t.Helper()
 	api := kubetest.StartAPIServer(t)
-	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"), "-shutdown-drain", "0s")
+	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"), "-shutdown-drain", "0s",
+		// On loopback; the controller calls it without credentials.
+		"-authn-anonymous")
 
 	log := &requestLog{}
 	cfg := rest.CopyConfig(api.Config)
