@@ -68,7 +68,8 @@ func sharedEnv(t *testing.T) *Env {
 			planner := kubetest.BuildBinary(suite, "./services/planner/cmd/planner")
 			executor := kubetest.BuildBinary(suite, "./services/executor/cmd/executor")
 			t.Logf("planner and executor built in %s", time.Since(started).Round(time.Millisecond))
-			e.Planner = kubetest.StartProcess(suite, "planner", planner)
+			// On loopback; the executor calls it without credentials.
+			e.Planner = kubetest.StartProcess(suite, "planner", planner, "-authn-anonymous")
 			e.Executor = kubetest.StartProcess(suite, "executor", executor,
 				"-kubeconfig", e.Cluster.Kubeconfig,
 				"-planner-addr", e.Planner.GRPCAddr,
