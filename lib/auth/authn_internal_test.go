@@ -1,8 +1,10 @@
 package auth
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 )
@@ -50,5 +52,42 @@ func TestReviewKeysTellQuestionsApart(t *testing.T) {
 	}
 	if reviewKey(&Identity{User: "u", Groups: []string{"b", "a"}}, a) != reviewKey(&Identity{User: "u", Groups: []string{"a", "b"}}, a) {
 		t.Error("the order of groups changes the key")
+	}
+}
+
+func TestTokenFileIsReadAgainAsItRotates(t *testing.T) {
+	path := t.TempDir() + "/token"
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first\n")
+	creds := TokenFile(path).(*tokenFile)
+	get := func() string {
+		md, err := creds.GetRequestMetadata(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return md["authorization"]
+	}
+	if got := get(); got != "Bearer first" {
+		t.Fatalf("got %q", got)
+	}
+	write("second")
+	if got := get(); got != "Bearer first" {
+		t.Errorf("read again within the minute: %q", got)
+	}
+	creds.read = creds.read.Add(-2 * tokenFileRereadEvery)
+	if got := get(); got != "Bearer second" {
+		t.Errorf("after a minute: %q, want the rotated token", got)
+	}
+	// A rotation caught half-way (an empty or missing file) keeps the last token.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	creds.read = creds.read.Add(-2 * tokenFileRereadEvery)
+	if got := get(); got != "Bearer second" {
+		t.Errorf("with the file gone: %q", got)
 	}
 }

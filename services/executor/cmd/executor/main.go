@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/controller"
@@ -32,18 +33,22 @@ import (
 // config is the executor's own configuration (flags with EXECUTOR_*
 // environment fallbacks).
 type config struct {
-	plannerAddr string
-	managedBy   string
-	finalizer   string
-	workers     int
-	qps         float64
-	burst       int
-	leaderElect bool
-	lease       leader.Config
+	plannerAddr      string
+	plannerCAFile    string
+	plannerTokenFile string
+	managedBy        string
+	finalizer        string
+	workers          int
+	qps              float64
+	burst            int
+	leaderElect      bool
+	lease            leader.Config
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.plannerAddr, "planner-addr", "127.0.0.1:50051", "address of the PlannerService")
+	fs.StringVar(&c.plannerCAFile, "planner-ca-file", "", "PEM CA certificates of the planner's TLS certificate; empty calls it in plaintext (loopback only)")
+	fs.StringVar(&c.plannerTokenFile, "planner-token-file", "", "file holding the bearer token to call the planner with (a projected service account token; read again every minute); empty sends none")
 	fs.StringVar(&c.managedBy, "managed-by", svc.DefaultManagedBy, "spec.managedBy of the Jobs to run")
 	fs.StringVar(&c.finalizer, "tracking-finalizer", plan.DefaultTrackingFinalizer, "pod tracking finalizer")
 	fs.IntVar(&c.workers, "workers", 5, "Jobs synced at once")
@@ -61,6 +66,9 @@ func (c *config) validate() error {
 	var errs []error
 	if c.plannerAddr == "" {
 		errs = append(errs, errors.New("planner-addr is required"))
+	}
+	if c.plannerCAFile == "" && !grpcserver.IsLoopback(c.plannerAddr) {
+		errs = append(errs, fmt.Errorf("planner-addr %q is not a loopback address: call it over TLS (planner-ca-file)", c.plannerAddr))
 	}
 	if c.managedBy == "" {
 		errs = append(errs, errors.New("managed-by is required"))
@@ -110,8 +118,7 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	conn, err := grpc.NewClient(cfg.plannerAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	conn, err := plannerConn(cfg)
 	if err != nil {
 		return fmt.Errorf("planner client: %w", err)
 	}
@@ -163,6 +170,26 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	})
 	srv.AddReadinessCheck("planner", planner.Ready)
 	return nil
+}
+
+// plannerConn is the connection to the planner: TLS when a CA is given,
+// with the executor's token when one is.
+func plannerConn(cfg config) (*grpc.ClientConn, error) {
+	creds := insecure.NewCredentials()
+	if cfg.plannerCAFile != "" {
+		var err error
+		if creds, err = auth.ClientTLS(cfg.plannerCAFile); err != nil {
+			return nil, err
+		}
+	}
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
+	}
+	if cfg.plannerTokenFile != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(auth.TokenFile(cfg.plannerTokenFile)))
+	}
+	return grpc.NewClient(cfg.plannerAddr, opts...)
 }
 
 // configureClient sets the executor's identity, timeout and API budget on

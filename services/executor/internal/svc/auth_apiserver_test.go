@@ -60,9 +60,18 @@ type securedAPI struct {
 	api jobplanev1.ExecutorServiceClient
 }
 
-func startSecuredAPI(t *testing.T, apiserver *kubetest.APIServer, serverOpts ...grpcserver.Option) *securedAPI {
+// startSecuredAPI serves the executor acting as identity (the admin when
+// nil): its informer, its writes, its reviews and its impersonation.
+func startSecuredAPI(t *testing.T, apiserver *kubetest.APIServer, identity *rest.Config, serverOpts ...grpcserver.Option) *securedAPI {
 	t.Helper()
-	factory := informers.NewSharedInformerFactory(apiserver.Client, 0)
+	if identity == nil {
+		identity = apiserver.Config
+	}
+	executor, err := kubernetes.NewForConfig(identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(executor, 0)
 	lister := factory.Batch().V1().Jobs().Lister()
 	stop := make(chan struct{})
 	factory.Start(stop)
@@ -71,7 +80,7 @@ func startSecuredAPI(t *testing.T, apiserver *kubetest.APIServer, serverOpts ...
 		factory.Shutdown()
 	})
 	factory.WaitForCacheSync(stop)
-	impersonate, err := svc.Impersonating(apiserver.Config)
+	impersonate, err := svc.Impersonating(identity)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +94,11 @@ func startSecuredAPI(t *testing.T, apiserver *kubetest.APIServer, serverOpts ...
 	runner := &fakeRunner{leader: true}
 	srv := grpctest.StartWith(t, grpctest.Options{
 		Config: &cfg,
-		Server: append([]grpcserver.Option{grpcserver.WithKubeClient(apiserver.Client)}, serverOpts...),
+		Server: append([]grpcserver.Option{grpcserver.WithKubeClient(executor)}, serverOpts...),
 		Dial:   []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool}))},
 	}, func(s *grpcserver.Server) {
 		s.RegisterService(&jobplanev1.ExecutorService_ServiceDesc, svc.NewExecutorService(svc.Config{
-			Client:      apiserver.Client,
+			Client:      executor,
 			Impersonate: impersonate,
 			Jobs:        lister,
 			PodsOf:      func(*batchv1.Job) ([]*corev1.Pod, error) { return nil, nil },
@@ -204,7 +213,7 @@ func TestAuthAgainstTheAPIServer(t *testing.T) {
 	// Privileged containers are allowed, as in clusters that run them: Pod
 	// Security is what refuses them where it is enforced.
 	apiserver := kubetest.StartAPIServer(t, kubetest.WithFlags("--allow-privileged=true"))
-	s := startSecuredAPI(t, apiserver)
+	s := startSecuredAPI(t, apiserver, nil)
 	kube := s.kube
 	ctx := context.Background()
 	createNamespace(t, kube, "team-a", nil)
@@ -518,7 +527,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // to show it.
 func TestSubmitJobIsRefusedByTheAPIServerForACallerWithoutRights(t *testing.T) {
 	apiserver := kubetest.StartAPIServer(t)
-	s := startSecuredAPI(t, apiserver, grpcserver.WithAuthorizer(allowEveryone{}))
+	s := startSecuredAPI(t, apiserver, nil, grpcserver.WithAuthorizer(allowEveryone{}))
 	createNamespace(t, s.kube, "team-a", nil)
 	bob := serviceAccount(t, s.kube, "team-a", "bob")
 	grant(t, s.kube, "team-a", "bob-reads", bob, rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list"}})
