@@ -85,7 +85,8 @@ func TestExecutorKilledAtRandomPointsEndsLikeTheBuiltIn(t *testing.T) {
 }
 
 // faultJobSpec is the i-th Job of the kill test: NonIndexed and Indexed Jobs
-// that complete, and ones that fail by backoffLimit.
+// that complete, and ones that fail by backoffLimit. Each ends the same way
+// whatever the timing, so that its twin is an oracle.
 func faultJobSpec(i int) batchv1.JobSpec {
 	switch i % 4 {
 	case 0:
@@ -94,8 +95,10 @@ func faultJobSpec(i int) batchv1.JobSpec {
 		return batchv1.JobSpec{Completions: ptr.To[int32](6), Parallelism: ptr.To[int32](3), CompletionMode: ptr.To(batchv1.IndexedCompletion),
 			Template: podTemplate(fateAfter, "1500ms")}
 	case 2:
-		return batchv1.JobSpec{Completions: ptr.To[int32](4), Parallelism: ptr.To[int32](2), CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			BackoffLimit: ptr.To[int32](2), Template: podTemplate(fateAfter, "1s", fateFailIndexes, "1", fateExitCode, "3")}
+		// One index fails while the others run on: the Job fails and stops
+		// them whatever the timing, so both twins end alike.
+		return batchv1.JobSpec{Completions: ptr.To[int32](4), Parallelism: ptr.To[int32](4), CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			BackoffLimit: ptr.To[int32](0), Template: podTemplate(fateAfter, "1s", fateFailIndexes, "1", fateExitCode, "3", fateForeverIndexes, "0,2,3")}
 	default:
 		return batchv1.JobSpec{Completions: ptr.To[int32](3), Parallelism: ptr.To[int32](3), BackoffLimit: ptr.To[int32](2),
 			Template: podTemplate(fateAfter, "1s", fateExitCode, "1")}
