@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"google.golang.org/grpc"
@@ -16,6 +17,10 @@ type Interceptor struct {
 	authn *Authenticator
 	authz Authorizer
 	rules map[string]Rule
+	// recheck is how often a stream that acts on a resource (WatchJobs) is
+	// authenticated and authorized again while it sends: a revoked caller's
+	// stream ends within it, as a cached answer would.
+	recheck time.Duration
 	// openPure lets calls without credentials through to the RPCs that
 	// need authentication only, as the anonymous identity.
 	openPure bool
@@ -24,7 +29,8 @@ type Interceptor struct {
 
 // NewInterceptor returns the interceptor of rules (Rules in production).
 func NewInterceptor(cfg Config, authn *Authenticator, authz Authorizer, rules map[string]Rule, log *slog.Logger) *Interceptor {
-	return &Interceptor{authn: authn, authz: authz, rules: rules, openPure: cfg.AllowUnauthenticatedPureRPCs, log: log}
+	return &Interceptor{authn: authn, authz: authz, rules: rules, openPure: cfg.AllowUnauthenticatedPureRPCs, log: log,
+		recheck: max(cfg.AuthzCacheTTL, cfg.TokenCacheTTL, time.Second)}
 }
 
 // Unary authenticates and authorizes a unary call before its handler runs.
@@ -43,7 +49,9 @@ func (i *Interceptor) Unary() grpc.UnaryServerInterceptor {
 
 // Stream authenticates a streaming call before its handler runs and
 // authorizes each message it receives, since the request is known only
-// then (WatchJobs' namespace is in its one request message).
+// then (WatchJobs' namespace is in its one request message). A stream that
+// acts on a resource is checked again as it sends, at most every recheck:
+// a watch does not outlive its caller's permission (nor token) by more.
 func (i *Interceptor) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		rule, ctx, err := i.authenticate(ss.Context(), info.FullMethod)
@@ -60,6 +68,11 @@ type authorizedStream struct {
 	i      *Interceptor
 	method string
 	rule   Rule
+
+	// The last request authorized, and when: handlers receive and send
+	// from one goroutine, as gRPC requires.
+	req     any
+	checked time.Time
 }
 
 func (s *authorizedStream) Context() context.Context { return s.ctx }
@@ -68,7 +81,24 @@ func (s *authorizedStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	return s.i.authorize(s.ctx, s.method, s.rule, m)
+	if err := s.i.authorize(s.ctx, s.method, s.rule, m); err != nil {
+		return err
+	}
+	s.req, s.checked = m, time.Now()
+	return nil
+}
+
+func (s *authorizedStream) SendMsg(m any) error {
+	if s.req != nil && !s.rule.AuthenticationOnly() && time.Since(s.checked) >= s.i.recheck {
+		if _, err := s.i.authn.Authenticate(s.ServerStream.Context()); err != nil {
+			return err
+		}
+		if err := s.i.authorize(s.ctx, s.method, s.rule, s.req); err != nil {
+			return err
+		}
+		s.checked = time.Now()
+	}
+	return s.ServerStream.SendMsg(m)
 }
 
 // authenticate finds the method's rule and the caller, and returns ctx

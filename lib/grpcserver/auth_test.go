@@ -118,12 +118,23 @@ func (whoAmI) ValidateJob(ctx context.Context, _ *jobplanev1.ValidateJobRequest)
 	return &jobplanev1.ValidateJobResponse{Job: &jobplanev1.Job{Metadata: &jobplanev1.ObjectMeta{Name: id.User, Labels: labels}}}, nil
 }
 
-// watchAll answers every WatchJobs with its end.
+// watchAll answers WatchJobs with its end, or with an event every 20 ms
+// when the label selector is "forever".
 type watchAll struct {
 	jobplanev1.UnimplementedExecutorServiceServer
 }
 
-func (watchAll) WatchJobs(*jobplanev1.WatchJobsRequest, grpc.ServerStreamingServer[jobplanev1.WatchJobsResponse]) error {
+func (watchAll) WatchJobs(req *jobplanev1.WatchJobsRequest, stream grpc.ServerStreamingServer[jobplanev1.WatchJobsResponse]) error {
+	for req.GetLabelSelector() == "forever" {
+		if err := stream.Send(&jobplanev1.WatchJobsResponse{Type: "MODIFIED"}); err != nil {
+			return err
+		}
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	return nil
 }
 
@@ -377,6 +388,34 @@ func TestStreamsAreAuthorizedOnTheirRequest(t *testing.T) {
 		if _, err = stream.Recv(); err == nil || (want == codes.OK) != (err.Error() == "EOF") || (want != codes.OK && status.Code(err) != want) {
 			t.Errorf("WatchJobs in %s: %v, want %v", ns, err, want)
 		}
+	}
+}
+
+func TestAWatchEndsWhenItsPermissionIsRevoked(t *testing.T) {
+	cluster := newFakeCluster()
+	cluster.tokens["alice-token"] = authenticationv1.UserInfo{Username: "alice"}
+	cluster.grant("alice", "watch", "batch/jobs", "a")
+	srv := authServer(t, cluster, func(c *grpcserver.Config) { c.Auth.TokenCacheTTL, c.Auth.AuthzCacheTTL = time.Second, time.Second })
+	stream, err := jobplanev1.NewExecutorServiceClient(srv.Conn).WatchJobs(bearer("alice-token"), &jobplanev1.WatchJobsRequest{Namespace: "a", LabelSelector: "forever"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	cluster.revoke("alice", "watch", "batch/jobs", "a")
+	revoked := time.Now()
+	for {
+		_, err := stream.Recv()
+		if err == nil {
+			if time.Since(revoked) > 3*time.Second {
+				t.Fatal("the watch still sends 3s after its permission was revoked (TTL 1s)")
+			}
+			continue
+		}
+		wantCode(t, err, codes.PermissionDenied, `User "alice" cannot watch resource "jobs"`)
+		t.Logf("ended %s after the revocation", time.Since(revoked).Round(time.Millisecond))
+		return
 	}
 }
 

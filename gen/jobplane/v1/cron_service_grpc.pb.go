@@ -118,6 +118,9 @@ type CronServiceClient interface {
 	//
 	// Authorization: watch cronjobs.jobplane.dev in the namespace (every
 	// namespace: at the cluster scope), of the CronJob when one is named.
+	// Checked again while the stream sends: it ends with PERMISSION_DENIED
+	// (or UNAUTHENTICATED) at most a cache TTL after the permission (or the
+	// token) is revoked.
 	WatchJobInstances(ctx context.Context, in *WatchJobInstancesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchJobInstancesResponse], error)
 }
 
@@ -316,6 +319,9 @@ type CronServiceServer interface {
 	//
 	// Authorization: watch cronjobs.jobplane.dev in the namespace (every
 	// namespace: at the cluster scope), of the CronJob when one is named.
+	// Checked again while the stream sends: it ends with PERMISSION_DENIED
+	// (or UNAUTHENTICATED) at most a cache TTL after the permission (or the
+	// token) is revoked.
 	WatchJobInstances(*WatchJobInstancesRequest, grpc.ServerStreamingServer[WatchJobInstancesResponse]) error
 	mustEmbedUnimplementedCronServiceServer()
 }

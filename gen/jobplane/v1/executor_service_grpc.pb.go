@@ -125,6 +125,9 @@ type ExecutorServiceClient interface {
 	//
 	// Authorization: watch jobs.batch in the namespace (every namespace: at
 	// the cluster scope).
+	// Checked again while the stream sends: it ends with PERMISSION_DENIED
+	// (or UNAUTHENTICATED) at most a cache TTL after the permission (or the
+	// token) is revoked.
 	WatchJobs(ctx context.Context, in *WatchJobsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchJobsResponse], error)
 	// DeleteJob deletes a Job managed by jobplane; its pods are deleted by the
 	// garbage collector (background propagation unless told otherwise) and
@@ -322,6 +325,9 @@ type ExecutorServiceServer interface {
 	//
 	// Authorization: watch jobs.batch in the namespace (every namespace: at
 	// the cluster scope).
+	// Checked again while the stream sends: it ends with PERMISSION_DENIED
+	// (or UNAUTHENTICATED) at most a cache TTL after the permission (or the
+	// token) is revoked.
 	WatchJobs(*WatchJobsRequest, grpc.ServerStreamingServer[WatchJobsResponse]) error
 	// DeleteJob deletes a Job managed by jobplane; its pods are deleted by the
 	// garbage collector (background propagation unless told otherwise) and
