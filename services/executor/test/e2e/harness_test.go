@@ -57,6 +57,9 @@ func TestMain(m *testing.M) {
 // called, for the whole test binary: they are stopped when TestMain ends.
 func sharedEnv(t *testing.T) *Env {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the local cluster; skipped in -short mode (make test-unit)")
+	}
 	envOnce.Do(func() {
 		suite.begin(t)
 		defer suite.end()
