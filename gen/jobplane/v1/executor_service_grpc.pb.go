@@ -52,6 +52,20 @@ const (
 // create resource "jobs" in API group "batch" in the namespace "b"') with an
 // ErrorInfo whose reason is FORBIDDEN. Health checks and reflection need no
 // credentials.
+//
+// The control loop is the v1.36 Job controller's, with these differences:
+// a plan stops at its first failed action, so after a refused pod creation
+// or deletion the status of that sync is written by the next sync (retried
+// from 1 s) instead of in the same one, except that a partial finalizer
+// removal is counted at once as the reference does; pods are deleted with a
+// UID precondition and patched with metadata.uid, so a pod recreated under
+// the same name is never touched; the orphan cleanup of a finished or
+// deleted Job's pods is retried until every finalizer is gone (the reference
+// logs a failure and moves on); an orphan whose controller Job is missing
+// from the cache when it is first seen is checked for cleanup at once; the
+// client's API budget (QPS, burst) is shared in turn between the Jobs with
+// requests waiting instead of first come, first served; events come from
+// "jobplane-executor".
 type ExecutorServiceClient interface {
 	// SubmitJob creates a Job managed by jobplane. It is idempotent: submitting
 	// a Job whose namespace/name exists with the same spec returns the existing
@@ -252,6 +266,20 @@ func (c *executorServiceClient) DeleteJob(ctx context.Context, in *DeleteJobRequ
 // create resource "jobs" in API group "batch" in the namespace "b"') with an
 // ErrorInfo whose reason is FORBIDDEN. Health checks and reflection need no
 // credentials.
+//
+// The control loop is the v1.36 Job controller's, with these differences:
+// a plan stops at its first failed action, so after a refused pod creation
+// or deletion the status of that sync is written by the next sync (retried
+// from 1 s) instead of in the same one, except that a partial finalizer
+// removal is counted at once as the reference does; pods are deleted with a
+// UID precondition and patched with metadata.uid, so a pod recreated under
+// the same name is never touched; the orphan cleanup of a finished or
+// deleted Job's pods is retried until every finalizer is gone (the reference
+// logs a failure and moves on); an orphan whose controller Job is missing
+// from the cache when it is first seen is checked for cleanup at once; the
+// client's API budget (QPS, burst) is shared in turn between the Jobs with
+// requests waiting instead of first come, first served; events come from
+// "jobplane-executor".
 type ExecutorServiceServer interface {
 	// SubmitJob creates a Job managed by jobplane. It is idempotent: submitting
 	// a Job whose namespace/name exists with the same spec returns the existing
