@@ -109,12 +109,14 @@ func showLogsOnFailure(tb testing.TB, logs func() []string) {
 			return
 		}
 		for _, path := range logs() {
-			tb.Logf("---- last lines of %s ----\n%s", path, tail(path, 40))
+			tb.Logf("---- last lines of %s ----\n%s", path, tail(path, 40, ""))
 		}
 	})
 }
 
-func tail(path string, n int) string {
+// tail returns the last n lines of the file at path, only those containing
+// match when it is not empty.
+func tail(path string, n int, match string) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
@@ -123,6 +125,9 @@ func tail(path string, n int) string {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
+		if match != "" && !strings.Contains(sc.Text(), match) {
+			continue
+		}
 		lines = append(lines, sc.Text())
 		if len(lines) > n {
 			lines = lines[1:]

@@ -1,8 +1,6 @@
 package kubetest
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"net/http"
 	"os"
@@ -190,23 +188,7 @@ func (p *Process) signal(sig syscall.Signal, grace time.Duration) {
 // Tail returns the last n lines of the process's log, only those containing
 // match when it is not empty.
 func (p *Process) Tail(n int, match string) string {
-	data, err := os.ReadFile(p.LogPath)
-	if err != nil {
-		return err.Error()
-	}
-	var lines []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if match != "" && !strings.Contains(sc.Text(), match) {
-			continue
-		}
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
+	return tail(p.LogPath, n, match)
 }
 
 // ShowLogLinesOnFailure prints, when t has failed, the lines of each
