@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# The executor against the built-in Job controller, side by side in one kwok
+# cluster, at the same client QPS/burst, as the tables of BENCHMARKS.md.
+#
+# For each QPS/burst pair, a cluster of its own (jobplane-bench) whose
+# kube-controller-manager runs with that --kube-api-qps/--kube-api-burst, and
+# an executor started with the same -kube-api-qps/-kube-api-burst. Then, for
+# each scenario, the built-in controller (plain Jobs) and jobplane (Jobs with
+# spec.managedBy: jobplane.dev/executor) one after the other, each in a
+# namespace of its own, so that the API server's request counters taken
+# before and after are one controller's:
+#   big   one Job of SIZE completions, PARALLELISM wide, and a BESIDE-pod Job
+#         created once a quarter of the big Job's pods exist;
+#   many  JOBS Jobs of JOB_COMPLETIONS completions, JOB_PARALLELISM wide,
+#         created at once.
+# The driver is services/executor/test/bench. kwok takes its stages from
+# hack/kwok/stages, as the repository's other clusters: the benchmark's pods
+# carry no fate.jobplane.dev/ annotation, so they run at once and then succeed.
+# Everything listens on 127.0.0.1; every wait is bounded and the cluster is
+# deleted at the end.
+#
+#   hack/bench-executor.sh                 # the full measurement (about 30 minutes on 2 cores)
+#   SIZE=200 QPS_PAIRS=200/300 NODES=3 hack/bench-executor.sh    # a quick run (2 minutes)
+#
+# Environment (defaults):
+#   QPS_PAIRS="20/30 200/300"   the controllers' client QPS/burst pairs
+#   SIZE=2000 PARALLELISM=SIZE/10 BESIDE=2
+#   JOBS=SIZE/4 JOB_COMPLETIONS=4 JOB_PARALLELISM=2
+#   SCENARIOS="big many" NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
+# Results (JSON lines), the services' logs and their /metrics at the end of
+# each QPS pair are kept under ${JOBPLANE_CACHE}/bench/runs/.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+source "${root}/hack/lib.sh"
+cd "${root}"
+
+qps_pairs=${QPS_PAIRS:-"20/30 200/300"}
+size=${SIZE:-2000}
+parallelism=${PARALLELISM:-$((size / 10))}
+beside=${BESIDE:-2}
+jobs=${JOBS:-$((size / 4))}
+job_completions=${JOB_COMPLETIONS:-4}
+job_parallelism=${JOB_PARALLELISM:-2}
+scenarios=${SCENARIOS:-"big many"}
+nodes=${NODES:-10}
+workers=${WORKERS:-5}
+scenario_timeout=${SCENARIO_TIMEOUT:-20m}
+
+name=jobplane-bench
+export KWOK_WORKDIR="${JOBPLANE_CACHE}/bench"
+run_dir="${KWOK_WORKDIR}/runs/$(date +%Y%m%d-%H%M%S)"
+results="${run_dir}/results.jsonl"
+kubeconfig="${run_dir}/kubeconfig"
+mkdir -p "${run_dir}"
+kwoklog="${run_dir}/kwokctl.log"
+
+bin=$("${root}/hack/build-bins.sh" cluster | tail -n 1)
+work=$(mktemp -d)
+pids=()
+cluster_up=false
+
+stop_services() {
+  local pid
+  for pid in "${pids[@]}"; do
+    kill -TERM "${pid}" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    wait "${pid}" 2>/dev/null || true
+  done
+  pids=()
+}
+
+cleanup() {
+  stop_services
+  if ${cluster_up}; then
+    "${bin}/kwokctl" --name "${name}" delete cluster >>"${kwoklog}" 2>&1 || true
+    cluster_up=false
+  fi
+  rm -rf "${work}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+kwokctl() {
+  if ! "${bin}/kwokctl" --name "${name}" "$@" >>"${kwoklog}" 2>&1; then
+    tail -n 20 "${kwoklog}" >&2
+    die "kwokctl $1 $2 failed; its log: ${kwoklog}"
+  fi
+}
+kubectl() { "${bin}/kubectl" --kubeconfig "${kubeconfig}" "$@"; }
+
+# cluster_create QPS BURST: a cluster whose kube-controller-manager has that
+# client rate; the scheduler's is unlimited, so that binding never holds
+# either controller back.
+cluster_create() {
+  local qps=$1 burst=$2
+  if "${bin}/kwokctl" get clusters 2>/dev/null | grep -qx "${name}"; then
+    log "deleting the cluster ${name} left by an earlier run"
+    kwokctl delete cluster
+  fi
+  cat >"${work}/kwokctl.yaml" <<EOF
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  bindAddress: 127.0.0.1
+  enableCRDs:
+  - Stage
+componentsPatches:
+- name: kube-controller-manager
+  extraArgs:
+  - key: kube-api-qps
+    value: "${qps}"
+  - key: kube-api-burst
+    value: "${burst}"
+- name: kube-scheduler
+  extraArgs:
+  - key: kube-api-qps
+    value: "5000"
+  - key: kube-api-burst
+    value: "10000"
+EOF
+  log "creating cluster ${name} (kube-controller-manager at ${qps}/${burst}, ${nodes} nodes)"
+  cluster_up=true
+  # kubetest.StartCluster takes the same lock: kwokctl picks its ports by
+  # probing, and clusters created at the same time could pick the same ones.
+  flock -w 600 "${TMPDIR:-/tmp}/jobplane-kwokctl-create.lock" \
+    "${bin}/kwokctl" --name "${name}" create cluster -c "${work}/kwokctl.yaml" --runtime binary \
+    --etcd-binary "${bin}/etcd" \
+    --kube-apiserver-binary "${bin}/kube-apiserver" \
+    --kube-controller-manager-binary "${bin}/kube-controller-manager" \
+    --kube-scheduler-binary "${bin}/kube-scheduler" \
+    --kwok-controller-binary "${bin}/kwok" \
+    --kubeconfig "${kubeconfig}" --wait 2m >>"${kwoklog}" 2>&1 ||
+    { tail -n 20 "${kwoklog}" >&2; die "creating the cluster failed; its log: ${kwoklog}"; }
+  "${bin}/kwokctl" --name "${name}" get kubeconfig 2>>"${kwoklog}" >"${kubeconfig}"
+  # Nodes become Ready only once their stages exist.
+  kubectl wait --for condition=established --timeout 1m crd/stages.kwok.x-k8s.io >/dev/null
+  kubectl apply -f "${root}/hack/kwok/stages" >/dev/null
+  kwokctl scale node --replicas "${nodes}"
+  kubectl wait --for condition=Ready node --all --timeout 2m >/dev/null
+  # kwok's nodes hold 110 pods each: enough for the widest moment of a run?
+  local capacity need
+  capacity=$(kubectl get nodes -o jsonpath='{range .items[*]}{.status.allocatable.pods}{"\n"}{end}' | awk '{s += $1} END {print s}')
+  need=$((parallelism + beside > jobs * job_parallelism ? parallelism + beside : jobs * job_parallelism))
+  ((capacity >= need)) || die "the ${nodes} nodes hold ${capacity} pods, the runs need ${need} at once: raise NODES"
+  log "cluster ${name} ready: ${nodes} nodes holding ${capacity} pods (the runs need up to ${need} at once)"
+}
+
+cluster_delete() {
+  kwokctl delete cluster
+  cluster_up=false
+}
+
+# The port of kube-controller-manager's /metrics (its --secure-port, which
+# allows /metrics without authorization), from kwokctl's record of the cluster.
+kcm_metrics_url() {
+  local port
+  port=$(awk '/^- args:/ {blk = ""} {blk = blk "\n" $0} /^  name: kube-controller-manager$/ {print blk}' \
+    "${KWOK_WORKDIR}/clusters/${name}/kwok.yaml" | grep -o -- '--secure-port=[0-9]*' | cut -d= -f2)
+  [[ -n ${port} ]] || die "no --secure-port of kube-controller-manager in ${KWOK_WORKDIR}/clusters/${name}/kwok.yaml"
+  echo "https://127.0.0.1:${port}/metrics"
+}
+
+# start_services QPS BURST LABEL: planner and executor on free loopback ports.
+start_services() {
+  local qps=$1 burst=$2 label=$3 ports
+  mapfile -t ports < <("${work}/bench" ports 4)
+  planner_addr=127.0.0.1:${ports[0]}
+  planner_metrics=http://127.0.0.1:${ports[1]}/metrics
+  executor_metrics=http://127.0.0.1:${ports[3]}/metrics
+  # Loopback development mode, as make run: the executor calls the planner
+  # without credentials (PlanSync needs authentication only, no API call).
+  "${work}/planner" -grpc-addr "${planner_addr}" -metrics-addr "127.0.0.1:${ports[1]}" -authn-anonymous \
+    -log-level warn >"${run_dir}/planner-${label}.log" 2>&1 &
+  pids+=($!)
+  "${work}/executor" -kubeconfig "${kubeconfig}" -planner-addr "${planner_addr}" -authn-anonymous \
+    -grpc-addr "127.0.0.1:${ports[2]}" -metrics-addr "127.0.0.1:${ports[3]}" \
+    -kube-api-qps "${qps}" -kube-api-burst "${burst}" -workers "${workers}" -leader-elect=false \
+    -log-level warn >"${run_dir}/executor-${label}.log" 2>&1 &
+  pids+=($!)
+  local i
+  for ((i = 0; ; i++)); do
+    curl -sf "http://127.0.0.1:${ports[3]}/readyz" >/dev/null 2>&1 && break
+    ((i < 300)) || { tail -n 20 "${run_dir}/executor-${label}.log" >&2; die "the executor did not become ready"; }
+    sleep 0.1
+  done
+  log "planner on ${planner_addr}, executor ready (metrics ${executor_metrics}, workers ${workers}, ${qps}/${burst})"
+}
+
+log "building planner, executor and the driver"
+go build -o "${work}/planner" ./services/planner/cmd/planner
+go build -o "${work}/executor" ./services/executor/cmd/executor
+go build -o "${work}/bench" ./services/executor/test/bench
+
+# The driver waits at most SCENARIO_TIMEOUT for the Jobs, then up to a
+# minute for writes to settle and five for the namespace to go.
+seconds() {
+  case $1 in
+    *h) echo $((${1%h} * 3600)) ;;
+    *m) echo $((${1%m} * 60)) ;;
+    *s) echo "${1%s}" ;;
+    *) echo "$1" ;;
+  esac
+}
+driver_timeout=$(($(seconds "${scenario_timeout}") + 600))
+
+commit=$(git rev-parse --short HEAD)
+if [[ -n $(git status --porcelain -- services lib gen) ]]; then
+  commit+=" with uncommitted changes"
+fi
+log "results: ${results}; commit ${commit}; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for pair in ${qps_pairs}; do
+  qps=${pair%/*} burst=${pair#*/}
+  label="${qps}-${burst}"
+  cluster_create "${qps}" "${burst}"
+  start_services "${qps}" "${burst}" "${label}"
+  kcm_metrics=$(kcm_metrics_url)
+  for scenario in ${scenarios}; do
+    for variant in builtin jobplane; do
+      log "${pair}: ${scenario}, ${variant}"
+      timeout "${driver_timeout}" "${work}/bench" "${scenario}" -kubeconfig "${kubeconfig}" -variant "${variant}" \
+        -qps "${pair}" -results "${results}" -timeout "${scenario_timeout}" \
+        -kcm-metrics "${kcm_metrics}" -executor-metrics "${executor_metrics}" -planner-metrics "${planner_metrics}" \
+        -completions "${size}" -parallelism "${parallelism}" -beside "${beside}" \
+        -jobs "${jobs}" -job-completions "${job_completions}" -job-parallelism "${job_parallelism}" >/dev/null
+    done
+  done
+  curl -sf "${executor_metrics}" >"${run_dir}/executor-metrics-${label}.txt" || true
+  curl -sf "${planner_metrics}" >"${run_dir}/planner-metrics-${label}.txt" || true
+  stop_services
+  cluster_delete
+done
+
+echo
+"${work}/bench" report -results "${results}"
+echo
+echo "Commit ${commit}, on a shared machine with $(nproc) cores (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)); results in ${results}."
