@@ -52,7 +52,8 @@ type result struct {
 }
 
 const (
-	minBackoff = 100 * time.Millisecond
+	openTimeout = 5 * time.Second
+	minBackoff  = 100 * time.Millisecond
 	maxBackoff = 5 * time.Second
 )
 
@@ -122,8 +123,14 @@ func (c *Client) open() (*stream, string, error) {
 	if now := time.Now(); now.Before(c.retryAt) {
 		return nil, "", status.Errorf(codes.Unavailable, "planner stream closed; reconnecting in %s", c.retryAt.Sub(now).Round(time.Millisecond))
 	}
+	// The stream outlives this call, but opening it must not hold every
+	// worker (they wait on c.mu) longer than openTimeout.
 	ctx, cancel := context.WithCancel(context.Background())
+	timer := time.AfterFunc(openTimeout, cancel)
 	call, err := c.planner.StreamPlanSync(ctx)
+	if !timer.Stop() && err == nil {
+		err = fmt.Errorf("opening the stream took more than %s", openTimeout)
+	}
 	if err != nil {
 		cancel()
 		c.failedOpen()
