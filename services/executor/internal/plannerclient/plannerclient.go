@@ -54,7 +54,7 @@ type result struct {
 const (
 	openTimeout = 5 * time.Second
 	minBackoff  = 100 * time.Millisecond
-	maxBackoff = 5 * time.Second
+	maxBackoff  = 5 * time.Second
 )
 
 // New returns a client of the planner reached through conn.
