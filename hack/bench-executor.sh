@@ -92,7 +92,9 @@ kubectl() { "${bin}/kubectl" --kubeconfig "${kubeconfig}" "$@"; }
 
 # cluster_create QPS BURST: a cluster whose kube-controller-manager has that
 # client rate; the scheduler's is unlimited, so that binding never holds
-# either controller back.
+# either controller back. Neither elects a leader: on a busy 2-core machine
+# the API server can stall past a lease's renew deadline, and a component
+# that loses its lease exits (kwokctl does not restart it).
 cluster_create() {
   local qps=$1 burst=$2
   if "${bin}/kwokctl" get clusters 2>/dev/null | grep -qx "${name}"; then
@@ -109,12 +111,16 @@ options:
 componentsPatches:
 - name: kube-controller-manager
   extraArgs:
+  - key: leader-elect
+    value: "false"
   - key: kube-api-qps
     value: "${qps}"
   - key: kube-api-burst
     value: "${burst}"
 - name: kube-scheduler
   extraArgs:
+  - key: leader-elect
+    value: "false"
   - key: kube-api-qps
     value: "5000"
   - key: kube-api-burst
@@ -152,14 +158,25 @@ cluster_delete() {
   cluster_up=false
 }
 
-# The port of kube-controller-manager's /metrics (its --secure-port, which
-# allows /metrics without authorization), from kwokctl's record of the cluster.
-kcm_metrics_url() {
+# component_url COMPONENT: the https address of kube-controller-manager's or
+# kube-scheduler's --secure-port (which serves /metrics and /healthz without
+# authorization), from kwokctl's record of the cluster.
+component_url() {
   local port
-  port=$(awk '/^- args:/ {blk = ""} {blk = blk "\n" $0} /^  name: kube-controller-manager$/ {print blk}' \
+  port=$(awk -v c="  name: $1" '/^- args:/ {blk = ""} {blk = blk "\n" $0} $0 == c {print blk}' \
     "${KWOK_WORKDIR}/clusters/${name}/kwok.yaml" | grep -o -- '--secure-port=[0-9]*' | cut -d= -f2)
-  [[ -n ${port} ]] || die "no --secure-port of kube-controller-manager in ${KWOK_WORKDIR}/clusters/${name}/kwok.yaml"
-  echo "https://127.0.0.1:${port}/metrics"
+  [[ -n ${port} ]] || die "no --secure-port of $1 in ${KWOK_WORKDIR}/clusters/${name}/kwok.yaml"
+  echo "https://127.0.0.1:${port}"
+}
+
+# components_healthy fails when the controller manager or the scheduler is
+# gone: a run without them would only wait for its timeout.
+components_healthy() {
+  local url
+  for url in "${kcm_url}" "${scheduler_url}"; do
+    curl -skf --max-time 10 "${url}/healthz" >/dev/null ||
+      die "${url}/healthz does not answer; logs in ${KWOK_WORKDIR}/clusters/${name}/logs"
+  done
 }
 
 # start_services QPS BURST LABEL: planner and executor on free loopback ports.
@@ -215,13 +232,15 @@ for pair in ${qps_pairs}; do
   label="${qps}-${burst}"
   cluster_create "${qps}" "${burst}"
   start_services "${qps}" "${burst}" "${label}"
-  kcm_metrics=$(kcm_metrics_url)
+  kcm_url=$(component_url kube-controller-manager)
+  scheduler_url=$(component_url kube-scheduler)
   for scenario in ${scenarios}; do
     for variant in builtin jobplane; do
+      components_healthy
       log "${pair}: ${scenario}, ${variant}"
       timeout "${driver_timeout}" "${work}/bench" "${scenario}" -kubeconfig "${kubeconfig}" -variant "${variant}" \
         -qps "${pair}" -results "${results}" -timeout "${scenario_timeout}" \
-        -kcm-metrics "${kcm_metrics}" -executor-metrics "${executor_metrics}" -planner-metrics "${planner_metrics}" \
+        -kcm-metrics "${kcm_url}/metrics" -executor-metrics "${executor_metrics}" -planner-metrics "${planner_metrics}" \
         -completions "${size}" -parallelism "${parallelism}" -beside "${beside}" \
         -jobs "${jobs}" -job-completions "${job_completions}" -job-parallelism "${job_parallelism}" >/dev/null
     done
