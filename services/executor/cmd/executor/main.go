@@ -192,12 +192,10 @@ func plannerConn(cfg config) (*grpc.ClientConn, error) {
 	return grpc.NewClient(cfg.plannerAddr, opts...)
 }
 
-// configureClient sets the executor's identity, timeout and API budget on
-// restCfg.
+// configureClient sets the executor's identity and API budget on restCfg. No
+// client timeout: it would cut the informers' watches too.
 func configureClient(restCfg *rest.Config, cfg config) {
 	restCfg.UserAgent = "jobplane-executor"
-	// A request the API server never answers must not hold a worker.
-	restCfg.Timeout = 30 * time.Second
 	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
 	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst)
 }

@@ -168,8 +168,8 @@ func (c *Controller) HasSynced() bool {
 func (c *Controller) Jobs() batchv1listers.JobLister { return c.jobs }
 
 // Run waits for the caches, then runs workers syncing Jobs and as many
-// removing finalizers of orphan pods, until ctx ends; workers finish the
-// item in hand before it returns.
+// removing finalizers of orphan pods, until ctx ends; it returns once every
+// worker has given back the item in hand.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
 	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Client.CoreV1().Events("")})
@@ -184,8 +184,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.orphanWorker, time.Second) })
 	}
 	<-ctx.Done()
-	c.queue.ShutDownWithDrain()
-	c.orphans.ShutDownWithDrain()
+	c.queue.ShutDown()
+	c.orphans.ShutDown()
 	wg.Wait()
 	c.log.Info("workers stopped")
 	return nil
@@ -202,9 +202,11 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	// A sync in hand finishes even while the process stops: its writes
-	// are bounded, and cutting them short would only leave work for later.
-	_, _, _, err := c.sync(context.WithoutCancel(ctx), key)
+	// The worker's context ends when the process stops or the Lease is
+	// lost: the sync's remaining writes then fail at once, as the
+	// reference's do, so a new leader never races a replica that no longer
+	// leads. What was not done is planned again by the next sync.
+	_, _, _, err := c.sync(ctx, key)
 	if err == nil || jobGoneOrNotOurs(err) {
 		// As the reference, a Job deleted or not ours is done with.
 		c.queue.Forget(key)
@@ -254,6 +256,7 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 	}
 	if isFinished(shared) {
 		c.state.Release(key)
+		c.metrics.jobDone(key)
 		c.state.FinishObserved(shared.UID)
 		return &plan.Plan{Summary: "The Job is finished; nothing to do.", ReleaseJobState: true}, nil, shared, nil
 	}
@@ -301,13 +304,15 @@ func (c *Controller) Execute(ctx context.Context, namespace, name string, uid ty
 	defer unlock()
 	ctx = fairlimit.WithKey(ctx, key)
 	job, err := c.cfg.Client.BatchV1().Jobs(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil, notFound(namespace, name)
-	}
 	if err != nil {
+		c.metrics.jobDone(key) // no Job of ours: keep no count for the name
+		if apierrors.IsNotFound(err) {
+			return nil, nil, notFound(namespace, name)
+		}
 		return nil, nil, fromKube(err)
 	}
 	if !c.managed(job) {
+		c.metrics.jobDone(key)
 		return nil, nil, notManaged(job, c.cfg.ManagedBy)
 	}
 	if job.UID != uid {

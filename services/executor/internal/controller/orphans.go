@@ -43,7 +43,7 @@ func (c *Controller) processNextOrphan(ctx context.Context) bool {
 		return false
 	}
 	defer c.orphans.Done(key)
-	if err := c.syncOrphan(context.WithoutCancel(ctx), key); err != nil {
+	if err := c.syncOrphan(ctx, key); err != nil {
 		c.log.Warn("removing the finalizer of orphan pods failed; retrying", "namespace", key.namespace, "pod", key.name, "selector", key.selector, "err", err)
 		c.orphans.AddRateLimited(key)
 		return true

@@ -33,6 +33,7 @@ type Elector struct {
 	client  kubernetes.Interface
 	log     *slog.Logger
 	leading atomic.Bool
+	started atomic.Bool  // set before the leading work starts
 	holder  atomic.Value // string
 }
 
@@ -66,6 +67,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context) error)
 		Name:            e.cfg.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
+				e.started.Store(true)
 				e.leading.Store(true)
 				e.log.Info("leading", "lease", e.cfg.Namespace+"/"+e.cfg.Name, "identity", e.cfg.Identity)
 				leadErr <- lead(ctx)
@@ -83,15 +85,17 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context) error)
 		return fmt.Errorf("leader election: %w", err)
 	}
 	le.Run(ctx)
-	if ctx.Err() != nil {
-		return nil
+	// le.Run does not wait for the leading work: wait here, so that nothing
+	// of it still runs when the caller tears down what it uses.
+	var leadResult error
+	if e.started.Load() {
+		leadResult = <-leadErr
 	}
-	select {
-	case err := <-leadErr:
-		if err != nil {
-			return err
-		}
-	default:
+	if ctx.Err() != nil {
+		return leadResult
+	}
+	if leadResult != nil {
+		return leadResult
 	}
 	return errors.New("lost the leader Lease")
 }
