@@ -130,7 +130,8 @@ EOF
   cluster_up=true
   # kubetest.StartCluster takes the same lock: kwokctl picks its ports by
   # probing, and clusters created at the same time could pick the same ones.
-  flock -w 600 "${TMPDIR:-/tmp}/jobplane-kwokctl-create.lock" \
+  # -o: the cluster's processes must not inherit (and so hold) the lock.
+  flock -o -w 600 "${TMPDIR:-/tmp}/jobplane-kwokctl-create.lock" \
     "${bin}/kwokctl" --name "${name}" create cluster -c "${work}/kwokctl.yaml" --runtime binary \
     --etcd-binary "${bin}/etcd" \
     --kube-apiserver-binary "${bin}/kube-apiserver" \
