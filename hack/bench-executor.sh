@@ -248,6 +248,7 @@ for pair in ${qps_pairs}; do
   done
   curl -sf "${executor_metrics}" >"${run_dir}/executor-metrics-${label}.txt" || true
   curl -sf "${planner_metrics}" >"${run_dir}/planner-metrics-${label}.txt" || true
+  curl -skf "${kcm_url}/metrics" >"${run_dir}/kcm-metrics-${label}.txt" || true
   stop_services
   cluster_delete
 done
