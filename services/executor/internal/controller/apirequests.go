@@ -18,15 +18,14 @@ type jobRequestCounts struct {
 
 // Transport wraps the Kubernetes client's transport to count requests.
 func (m *Metrics) Transport(next http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+	return &countingTransport{next: next, count: func(r *http.Request) {
 		m.apiRequests.WithLabelValues(r.Method, resourceOf(r.URL.Path)).Inc()
 		if key := fairlimit.KeyOf(r.Context()); key != "" {
 			m.perJob.mu.Lock()
 			m.perJob.perJob[key]++
 			m.perJob.mu.Unlock()
 		}
-		return next.RoundTrip(r)
-	})
+	}}
 }
 
 // jobDone observes and forgets the request count of a finished or deleted
@@ -41,9 +40,20 @@ func (m *Metrics) jobDone(key string) {
 	}
 }
 
-type roundTripperFunc func(*http.Request) (*http.Response, error)
+// countingTransport counts each request, then sends it on. It names the
+// transport it wraps so that client-go can still cancel requests through it.
+type countingTransport struct {
+	next  http.RoundTripper
+	count func(*http.Request)
+}
 
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.count(r)
+	return t.next.RoundTrip(r)
+}
+
+// WrappedRoundTripper implements client-go's net.RoundTripperWrapper.
+func (t *countingTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
 // resourceOf is the resource (and subresource) of an API path:
 // /api/v1/namespaces/ns/pods/name → pods; .../jobs/name/status → jobs/status.
