@@ -108,6 +108,7 @@ var Rules = map[string]Rule{
 			return r.GetNamespace(), r.GetCronJobName()
 		})},
 	jobplanev1.CronService_PreviewSchedule_FullMethodName: {},
+	jobplanev1.CronService_PlanCronJob_FullMethodName:     {},
 
 	// PlannerService: pure functions of their requests.
 	jobplanev1.PlannerService_PlanSync_FullMethodName:       {},

@@ -9,6 +9,7 @@ package jobplanev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -600,11 +601,13 @@ func (x *TriggerCronJobRequest) GetIgnoreConcurrencyPolicy() bool {
 	return false
 }
 
-// TriggerCronJobResponse carries the Job instance emitted.
+// TriggerCronJobResponse carries the Job instance emitted, or the run queued.
 type TriggerCronJobResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The Job handed to the executor.
-	Job           *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// The Job handed to the executor; unset when the run was queued.
+	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// The run queued in status.pendingRuns (BufferOne, BufferAll).
+	Queued        *PendingRun `protobuf:"bytes,2,opt,name=queued,proto3" json:"queued,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -646,6 +649,13 @@ func (x *TriggerCronJobResponse) GetJob() *Job {
 	return nil
 }
 
+func (x *TriggerCronJobResponse) GetQueued() *PendingRun {
+	if x != nil {
+		return x.Queued
+	}
+	return nil
+}
+
 // BackfillCronJobRequest asks for the runs of a past time range.
 type BackfillCronJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -657,7 +667,8 @@ type BackfillCronJobRequest struct {
 	Start *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start,proto3" json:"start,omitempty"`
 	// End of the range, exclusive; at most now.
 	End *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`
-	// Concurrency policy of the backfilled runs; default "Allow".
+	// Concurrency policy of the backfilled runs: "Allow" (default), "Forbid"
+	// or "BufferAll".
 	ConcurrencyPolicy string `protobuf:"bytes,5,opt,name=concurrency_policy,json=concurrencyPolicy,proto3" json:"concurrency_policy,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
@@ -731,8 +742,13 @@ func (x *BackfillCronJobRequest) GetConcurrencyPolicy() string {
 // BackfillCronJobResponse carries the Job instances emitted or queued.
 type BackfillCronJobResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// One Job per scheduled time in the range.
-	Jobs          []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// The Jobs handed to the executor (Allow), oldest first.
+	Jobs []*Job `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// The runs queued in status.pendingRuns (Forbid, BufferAll).
+	Queued []*PendingRun `protobuf:"bytes,2,rep,name=queued,proto3" json:"queued,omitempty"`
+	// Scheduled times of the range skipped because they already ran or are
+	// already queued.
+	Skipped       []*timestamppb.Timestamp `protobuf:"bytes,3,rep,name=skipped,proto3" json:"skipped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -774,6 +790,469 @@ func (x *BackfillCronJobResponse) GetJobs() []*Job {
 	return nil
 }
 
+func (x *BackfillCronJobResponse) GetQueued() []*PendingRun {
+	if x != nil {
+		return x.Queued
+	}
+	return nil
+}
+
+func (x *BackfillCronJobResponse) GetSkipped() []*timestamppb.Timestamp {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+// PlanCronJobRequest is the state one sync of a CronJob reads.
+type PlanCronJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The CronJob, with its status.
+	CronJob *CronJob `protobuf:"bytes,1,opt,name=cron_job,json=cronJob,proto3" json:"cron_job,omitempty"`
+	// The Jobs of the CronJob's namespace that may be its own; those whose
+	// controller owner reference has the CronJob's UID are its own, the others
+	// only count for the active list's references (matched by name).
+	Jobs []*Job `protobuf:"bytes,2,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// The current time.
+	Now           *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=now,proto3" json:"now,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanCronJobRequest) Reset() {
+	*x = PlanCronJobRequest{}
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanCronJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanCronJobRequest) ProtoMessage() {}
+
+func (x *PlanCronJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanCronJobRequest.ProtoReflect.Descriptor instead.
+func (*PlanCronJobRequest) Descriptor() ([]byte, []int) {
+	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PlanCronJobRequest) GetCronJob() *CronJob {
+	if x != nil {
+		return x.CronJob
+	}
+	return nil
+}
+
+func (x *PlanCronJobRequest) GetJobs() []*Job {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+func (x *PlanCronJobRequest) GetNow() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+// PlanCronJobResponse carries the decision.
+type PlanCronJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The decision.
+	Plan          *CronJobPlan `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanCronJobResponse) Reset() {
+	*x = PlanCronJobResponse{}
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanCronJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanCronJobResponse) ProtoMessage() {}
+
+func (x *PlanCronJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanCronJobResponse.ProtoReflect.Descriptor instead.
+func (*PlanCronJobResponse) Descriptor() ([]byte, []int) {
+	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PlanCronJobResponse) GetPlan() *CronJobPlan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+// CronJobPlan is what one sync of a CronJob decides. The performer deletes,
+// then creates, in order; events about single creations and deletions
+// (SuccessfulCreate, FailedCreate, SuccessfulDelete, FailedDelete) are its
+// own, since they depend on the outcome. A creation answered AlreadyExists
+// by a Job the CronJob controls counts as created (the reference's v1.36.3
+// fails the sync there, kubernetes#136918).
+type CronJobPlan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Steps in the order they are performed.
+	Actions []*CronJobAction `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	// The status once every step succeeds. Active references to Jobs still to
+	// be created carry no uid; the performer takes it from the created Job. A
+	// failed creation leaves its Job out of active and last_schedule_time
+	// unchanged. The reference drops this status when its informer lags
+	// behind the CronJob; jobplane writes what it decided.
+	Status *CronJobStatus `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// True when status differs from the request's and must be written.
+	UpdateStatus bool `protobuf:"varint,3,opt,name=update_status,json=updateStatus,proto3" json:"update_status,omitempty"`
+	// When to sync again; unset means only on a change (suspended, invalid
+	// schedule or time zone, deleting).
+	RequeueAfter *durationpb.Duration `protobuf:"bytes,4,opt,name=requeue_after,json=requeueAfter,proto3" json:"requeue_after,omitempty"`
+	// Scheduled times given up on by this sync (past the deadline, skipped by
+	// the catch-up policy, buffers full), for the missed-runs metric.
+	MissedRuns []*timestamppb.Timestamp `protobuf:"bytes,5,rep,name=missed_runs,json=missedRuns,proto3" json:"missed_runs,omitempty"`
+	// One sentence saying what the sync decided.
+	Summary       string `protobuf:"bytes,6,opt,name=summary,proto3" json:"summary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CronJobPlan) Reset() {
+	*x = CronJobPlan{}
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CronJobPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CronJobPlan) ProtoMessage() {}
+
+func (x *CronJobPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CronJobPlan.ProtoReflect.Descriptor instead.
+func (*CronJobPlan) Descriptor() ([]byte, []int) {
+	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CronJobPlan) GetActions() []*CronJobAction {
+	if x != nil {
+		return x.Actions
+	}
+	return nil
+}
+
+func (x *CronJobPlan) GetStatus() *CronJobStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *CronJobPlan) GetUpdateStatus() bool {
+	if x != nil {
+		return x.UpdateStatus
+	}
+	return false
+}
+
+func (x *CronJobPlan) GetRequeueAfter() *durationpb.Duration {
+	if x != nil {
+		return x.RequeueAfter
+	}
+	return nil
+}
+
+func (x *CronJobPlan) GetMissedRuns() []*timestamppb.Timestamp {
+	if x != nil {
+		return x.MissedRuns
+	}
+	return nil
+}
+
+func (x *CronJobPlan) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+// CronJobAction is one step of a CronJob's plan.
+type CronJobAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Machine-readable reason, in the reference's vocabulary where it has one
+	// ("SawCompletedJob", "MissingJob", "HistoryLimit", "Replace", "Scheduled",
+	// "MissSchedule", ...).
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A sentence a person can read saying why the step is taken.
+	Explanation string `protobuf:"bytes,2,opt,name=explanation,proto3" json:"explanation,omitempty"`
+	// The step itself.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*CronJobAction_CreateJob
+	//	*CronJobAction_DeleteJob
+	//	*CronJobAction_RecordEvent
+	Kind          isCronJobAction_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CronJobAction) Reset() {
+	*x = CronJobAction{}
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CronJobAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CronJobAction) ProtoMessage() {}
+
+func (x *CronJobAction) ProtoReflect() protoreflect.Message {
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CronJobAction.ProtoReflect.Descriptor instead.
+func (*CronJobAction) Descriptor() ([]byte, []int) {
+	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *CronJobAction) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *CronJobAction) GetExplanation() string {
+	if x != nil {
+		return x.Explanation
+	}
+	return ""
+}
+
+func (x *CronJobAction) GetKind() isCronJobAction_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *CronJobAction) GetCreateJob() *CreateJobAction {
+	if x != nil {
+		if x, ok := x.Kind.(*CronJobAction_CreateJob); ok {
+			return x.CreateJob
+		}
+	}
+	return nil
+}
+
+func (x *CronJobAction) GetDeleteJob() *DeleteJobAction {
+	if x != nil {
+		if x, ok := x.Kind.(*CronJobAction_DeleteJob); ok {
+			return x.DeleteJob
+		}
+	}
+	return nil
+}
+
+func (x *CronJobAction) GetRecordEvent() *RecordEventAction {
+	if x != nil {
+		if x, ok := x.Kind.(*CronJobAction_RecordEvent); ok {
+			return x.RecordEvent
+		}
+	}
+	return nil
+}
+
+type isCronJobAction_Kind interface {
+	isCronJobAction_Kind()
+}
+
+type CronJobAction_CreateJob struct {
+	// Create a Job.
+	CreateJob *CreateJobAction `protobuf:"bytes,10,opt,name=create_job,json=createJob,proto3,oneof"`
+}
+
+type CronJobAction_DeleteJob struct {
+	// Delete a Job, background propagation.
+	DeleteJob *DeleteJobAction `protobuf:"bytes,11,opt,name=delete_job,json=deleteJob,proto3,oneof"`
+}
+
+type CronJobAction_RecordEvent struct {
+	// Record an event on the CronJob.
+	RecordEvent *RecordEventAction `protobuf:"bytes,12,opt,name=record_event,json=recordEvent,proto3,oneof"`
+}
+
+func (*CronJobAction_CreateJob) isCronJobAction_Kind() {}
+
+func (*CronJobAction_DeleteJob) isCronJobAction_Kind() {}
+
+func (*CronJobAction_RecordEvent) isCronJobAction_Kind() {}
+
+// CreateJobAction creates one Job of the CronJob.
+type CreateJobAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The complete Job: deterministic name, template, annotations, controller
+	// owner reference.
+	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// The time the run was scheduled for.
+	ScheduledTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=scheduled_time,json=scheduledTime,proto3" json:"scheduled_time,omitempty"`
+	// "Schedule", "CatchUp", "Manual" or "Backfill".
+	Trigger       string `protobuf:"bytes,3,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateJobAction) Reset() {
+	*x = CreateJobAction{}
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateJobAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateJobAction) ProtoMessage() {}
+
+func (x *CreateJobAction) ProtoReflect() protoreflect.Message {
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateJobAction.ProtoReflect.Descriptor instead.
+func (*CreateJobAction) Descriptor() ([]byte, []int) {
+	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CreateJobAction) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *CreateJobAction) GetScheduledTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ScheduledTime
+	}
+	return nil
+}
+
+func (x *CreateJobAction) GetTrigger() string {
+	if x != nil {
+		return x.Trigger
+	}
+	return ""
+}
+
+// DeleteJobAction deletes one Job of the CronJob.
+type DeleteJobAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Job (namespace, name, uid).
+	Job           *ObjectReference `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteJobAction) Reset() {
+	*x = DeleteJobAction{}
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteJobAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteJobAction) ProtoMessage() {}
+
+func (x *DeleteJobAction) ProtoReflect() protoreflect.Message {
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteJobAction.ProtoReflect.Descriptor instead.
+func (*DeleteJobAction) Descriptor() ([]byte, []int) {
+	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DeleteJobAction) GetJob() *ObjectReference {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 // PreviewScheduleRequest asks for the next run times of a schedule.
 type PreviewScheduleRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -782,17 +1261,19 @@ type PreviewScheduleRequest struct {
 	// IANA time zone; empty means the cron service's own zone, as for a
 	// CronJob without spec.timeZone.
 	TimeZone string `protobuf:"bytes,2,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
-	// Runs strictly after this time are returned. Required.
+	// Runs strictly after this time are returned; default now.
 	From *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
 	// How many run times to return: 1 to 1000; default 10.
-	Count         int32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Count int32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	// Daylight-saving behaviour, as in CronJobSpec.daylight_saving.
+	DaylightSaving *DaylightSavingPolicy `protobuf:"bytes,5,opt,name=daylight_saving,json=daylightSaving,proto3" json:"daylight_saving,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PreviewScheduleRequest) Reset() {
 	*x = PreviewScheduleRequest{}
-	mi := &file_jobplane_v1_cron_service_proto_msgTypes[14]
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -804,7 +1285,7 @@ func (x *PreviewScheduleRequest) String() string {
 func (*PreviewScheduleRequest) ProtoMessage() {}
 
 func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobplane_v1_cron_service_proto_msgTypes[14]
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -817,7 +1298,7 @@ func (x *PreviewScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{14}
+	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PreviewScheduleRequest) GetSchedule() string {
@@ -848,6 +1329,13 @@ func (x *PreviewScheduleRequest) GetCount() int32 {
 	return 0
 }
 
+func (x *PreviewScheduleRequest) GetDaylightSaving() *DaylightSavingPolicy {
+	if x != nil {
+		return x.DaylightSaving
+	}
+	return nil
+}
+
 // PreviewScheduleResponse lists the run times.
 type PreviewScheduleResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -859,7 +1347,7 @@ type PreviewScheduleResponse struct {
 
 func (x *PreviewScheduleResponse) Reset() {
 	*x = PreviewScheduleResponse{}
-	mi := &file_jobplane_v1_cron_service_proto_msgTypes[15]
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +1359,7 @@ func (x *PreviewScheduleResponse) String() string {
 func (*PreviewScheduleResponse) ProtoMessage() {}
 
 func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobplane_v1_cron_service_proto_msgTypes[15]
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +1372,7 @@ func (x *PreviewScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PreviewScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{15}
+	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PreviewScheduleResponse) GetRuns() []*ScheduledRun {
@@ -907,7 +1395,7 @@ type ScheduledRun struct {
 
 func (x *ScheduledRun) Reset() {
 	*x = ScheduledRun{}
-	mi := &file_jobplane_v1_cron_service_proto_msgTypes[16]
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -919,7 +1407,7 @@ func (x *ScheduledRun) String() string {
 func (*ScheduledRun) ProtoMessage() {}
 
 func (x *ScheduledRun) ProtoReflect() protoreflect.Message {
-	mi := &file_jobplane_v1_cron_service_proto_msgTypes[16]
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +1420,7 @@ func (x *ScheduledRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduledRun.ProtoReflect.Descriptor instead.
 func (*ScheduledRun) Descriptor() ([]byte, []int) {
-	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{16}
+	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ScheduledRun) GetTime() *timestamppb.Timestamp {
@@ -955,14 +1443,17 @@ type WatchJobInstancesRequest struct {
 	// Namespace; empty means all namespaces.
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// Only instances of this CronJob; empty means all.
-	CronJobName   string `protobuf:"bytes,2,opt,name=cron_job_name,json=cronJobName,proto3" json:"cron_job_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CronJobName string `protobuf:"bytes,2,opt,name=cron_job_name,json=cronJobName,proto3" json:"cron_job_name,omitempty"`
+	// Empty: the instances emitted from now on. Set (a resource_version of an
+	// earlier response): every instance emitted after it.
+	ResourceVersion string `protobuf:"bytes,3,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *WatchJobInstancesRequest) Reset() {
 	*x = WatchJobInstancesRequest{}
-	mi := &file_jobplane_v1_cron_service_proto_msgTypes[17]
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1465,7 @@ func (x *WatchJobInstancesRequest) String() string {
 func (*WatchJobInstancesRequest) ProtoMessage() {}
 
 func (x *WatchJobInstancesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobplane_v1_cron_service_proto_msgTypes[17]
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1478,7 @@ func (x *WatchJobInstancesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobInstancesRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobInstancesRequest) Descriptor() ([]byte, []int) {
-	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{17}
+	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WatchJobInstancesRequest) GetNamespace() string {
@@ -1004,6 +1495,13 @@ func (x *WatchJobInstancesRequest) GetCronJobName() string {
 	return ""
 }
 
+func (x *WatchJobInstancesRequest) GetResourceVersion() string {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return ""
+}
+
 // WatchJobInstancesResponse is one emitted Job instance.
 type WatchJobInstancesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1011,17 +1509,19 @@ type WatchJobInstancesResponse struct {
 	CronJob *ObjectReference `protobuf:"bytes,1,opt,name=cron_job,json=cronJob,proto3" json:"cron_job,omitempty"`
 	// The time the run was scheduled for.
 	ScheduledTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=scheduled_time,json=scheduledTime,proto3" json:"scheduled_time,omitempty"`
-	// "Schedule", "Manual" or "Backfill".
+	// "Schedule", "CatchUp", "Manual" or "Backfill".
 	Trigger string `protobuf:"bytes,3,opt,name=trigger,proto3" json:"trigger,omitempty"`
 	// The Job handed to the executor.
-	Job           *Job `protobuf:"bytes,4,opt,name=job,proto3" json:"job,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Job *Job `protobuf:"bytes,4,opt,name=job,proto3" json:"job,omitempty"`
+	// The version to resume the watch from.
+	ResourceVersion string `protobuf:"bytes,5,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *WatchJobInstancesResponse) Reset() {
 	*x = WatchJobInstancesResponse{}
-	mi := &file_jobplane_v1_cron_service_proto_msgTypes[18]
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1033,7 +1533,7 @@ func (x *WatchJobInstancesResponse) String() string {
 func (*WatchJobInstancesResponse) ProtoMessage() {}
 
 func (x *WatchJobInstancesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobplane_v1_cron_service_proto_msgTypes[18]
+	mi := &file_jobplane_v1_cron_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1046,7 +1546,7 @@ func (x *WatchJobInstancesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobInstancesResponse.ProtoReflect.Descriptor instead.
 func (*WatchJobInstancesResponse) Descriptor() ([]byte, []int) {
-	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{18}
+	return file_jobplane_v1_cron_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WatchJobInstancesResponse) GetCronJob() *ObjectReference {
@@ -1077,11 +1577,18 @@ func (x *WatchJobInstancesResponse) GetJob() *Job {
 	return nil
 }
 
+func (x *WatchJobInstancesResponse) GetResourceVersion() string {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return ""
+}
+
 var File_jobplane_v1_cron_service_proto protoreflect.FileDescriptor
 
 const file_jobplane_v1_cron_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1ejobplane/v1/cron_service.proto\x12\vjobplane.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19jobplane/v1/cronjob.proto\x1a\x15jobplane/v1/job.proto\x1a\x16jobplane/v1/meta.proto\"G\n" +
+	"\x1ejobplane/v1/cron_service.proto\x12\vjobplane.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19jobplane/v1/cronjob.proto\x1a\x15jobplane/v1/job.proto\x1a\x16jobplane/v1/meta.proto\x1a\x16jobplane/v1/plan.proto\"G\n" +
 	"\x14CreateCronJobRequest\x12/\n" +
 	"\bcron_job\x18\x01 \x01(\v2\x14.jobplane.v1.CronJobR\acronJob\"H\n" +
 	"\x15CreateCronJobResponse\x12/\n" +
@@ -1112,36 +1619,72 @@ const file_jobplane_v1_cron_service_proto_rawDesc = "" +
 	"\x15TriggerCronJobRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12:\n" +
-	"\x19ignore_concurrency_policy\x18\x03 \x01(\bR\x17ignoreConcurrencyPolicy\"<\n" +
+	"\x19ignore_concurrency_policy\x18\x03 \x01(\bR\x17ignoreConcurrencyPolicy\"m\n" +
 	"\x16TriggerCronJobResponse\x12\"\n" +
-	"\x03job\x18\x01 \x01(\v2\x10.jobplane.v1.JobR\x03job\"\xd9\x01\n" +
+	"\x03job\x18\x01 \x01(\v2\x10.jobplane.v1.JobR\x03job\x12/\n" +
+	"\x06queued\x18\x02 \x01(\v2\x17.jobplane.v1.PendingRunR\x06queued\"\xd9\x01\n" +
 	"\x16BackfillCronJobRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x120\n" +
 	"\x05start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12-\n" +
-	"\x12concurrency_policy\x18\x05 \x01(\tR\x11concurrencyPolicy\"?\n" +
+	"\x12concurrency_policy\x18\x05 \x01(\tR\x11concurrencyPolicy\"\xa6\x01\n" +
 	"\x17BackfillCronJobResponse\x12$\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x10.jobplane.v1.JobR\x04jobs\"\x97\x01\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x10.jobplane.v1.JobR\x04jobs\x12/\n" +
+	"\x06queued\x18\x02 \x03(\v2\x17.jobplane.v1.PendingRunR\x06queued\x124\n" +
+	"\askipped\x18\x03 \x03(\v2\x1a.google.protobuf.TimestampR\askipped\"\x99\x01\n" +
+	"\x12PlanCronJobRequest\x12/\n" +
+	"\bcron_job\x18\x01 \x01(\v2\x14.jobplane.v1.CronJobR\acronJob\x12$\n" +
+	"\x04jobs\x18\x02 \x03(\v2\x10.jobplane.v1.JobR\x04jobs\x12,\n" +
+	"\x03now\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\"C\n" +
+	"\x13PlanCronJobResponse\x12,\n" +
+	"\x04plan\x18\x01 \x01(\v2\x18.jobplane.v1.CronJobPlanR\x04plan\"\xb3\x02\n" +
+	"\vCronJobPlan\x124\n" +
+	"\aactions\x18\x01 \x03(\v2\x1a.jobplane.v1.CronJobActionR\aactions\x122\n" +
+	"\x06status\x18\x02 \x01(\v2\x1a.jobplane.v1.CronJobStatusR\x06status\x12#\n" +
+	"\rupdate_status\x18\x03 \x01(\bR\fupdateStatus\x12>\n" +
+	"\rrequeue_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\frequeueAfter\x12;\n" +
+	"\vmissed_runs\x18\x05 \x03(\v2\x1a.google.protobuf.TimestampR\n" +
+	"missedRuns\x12\x18\n" +
+	"\asummary\x18\x06 \x01(\tR\asummary\"\x94\x02\n" +
+	"\rCronJobAction\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12 \n" +
+	"\vexplanation\x18\x02 \x01(\tR\vexplanation\x12=\n" +
+	"\n" +
+	"create_job\x18\n" +
+	" \x01(\v2\x1c.jobplane.v1.CreateJobActionH\x00R\tcreateJob\x12=\n" +
+	"\n" +
+	"delete_job\x18\v \x01(\v2\x1c.jobplane.v1.DeleteJobActionH\x00R\tdeleteJob\x12C\n" +
+	"\frecord_event\x18\f \x01(\v2\x1e.jobplane.v1.RecordEventActionH\x00R\vrecordEventB\x06\n" +
+	"\x04kind\"\x92\x01\n" +
+	"\x0fCreateJobAction\x12\"\n" +
+	"\x03job\x18\x01 \x01(\v2\x10.jobplane.v1.JobR\x03job\x12A\n" +
+	"\x0escheduled_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rscheduledTime\x12\x18\n" +
+	"\atrigger\x18\x03 \x01(\tR\atrigger\"A\n" +
+	"\x0fDeleteJobAction\x12.\n" +
+	"\x03job\x18\x01 \x01(\v2\x1c.jobplane.v1.ObjectReferenceR\x03job\"\xe3\x01\n" +
 	"\x16PreviewScheduleRequest\x12\x1a\n" +
 	"\bschedule\x18\x01 \x01(\tR\bschedule\x12\x1b\n" +
 	"\ttime_zone\x18\x02 \x01(\tR\btimeZone\x12.\n" +
 	"\x04from\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12\x14\n" +
-	"\x05count\x18\x04 \x01(\x05R\x05count\"H\n" +
+	"\x05count\x18\x04 \x01(\x05R\x05count\x12J\n" +
+	"\x0fdaylight_saving\x18\x05 \x01(\v2!.jobplane.v1.DaylightSavingPolicyR\x0edaylightSaving\"H\n" +
 	"\x17PreviewScheduleResponse\x12-\n" +
 	"\x04runs\x18\x01 \x03(\v2\x19.jobplane.v1.ScheduledRunR\x04runs\"]\n" +
 	"\fScheduledRun\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1d\n" +
 	"\n" +
-	"local_time\x18\x02 \x01(\tR\tlocalTime\"\\\n" +
+	"local_time\x18\x02 \x01(\tR\tlocalTime\"\x87\x01\n" +
 	"\x18WatchJobInstancesRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\"\n" +
-	"\rcron_job_name\x18\x02 \x01(\tR\vcronJobName\"\xd5\x01\n" +
+	"\rcron_job_name\x18\x02 \x01(\tR\vcronJobName\x12)\n" +
+	"\x10resource_version\x18\x03 \x01(\tR\x0fresourceVersion\"\x80\x02\n" +
 	"\x19WatchJobInstancesResponse\x127\n" +
 	"\bcron_job\x18\x01 \x01(\v2\x1c.jobplane.v1.ObjectReferenceR\acronJob\x12A\n" +
 	"\x0escheduled_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rscheduledTime\x12\x18\n" +
 	"\atrigger\x18\x03 \x01(\tR\atrigger\x12\"\n" +
-	"\x03job\x18\x04 \x01(\v2\x10.jobplane.v1.JobR\x03job2\xb6\x06\n" +
+	"\x03job\x18\x04 \x01(\v2\x10.jobplane.v1.JobR\x03job\x12)\n" +
+	"\x10resource_version\x18\x05 \x01(\tR\x0fresourceVersion2\x88\a\n" +
 	"\vCronService\x12V\n" +
 	"\rCreateCronJob\x12!.jobplane.v1.CreateCronJobRequest\x1a\".jobplane.v1.CreateCronJobResponse\x12M\n" +
 	"\n" +
@@ -1150,7 +1693,8 @@ const file_jobplane_v1_cron_service_proto_rawDesc = "" +
 	"\rUpdateCronJob\x12!.jobplane.v1.UpdateCronJobRequest\x1a\".jobplane.v1.UpdateCronJobResponse\x12V\n" +
 	"\rDeleteCronJob\x12!.jobplane.v1.DeleteCronJobRequest\x1a\".jobplane.v1.DeleteCronJobResponse\x12Y\n" +
 	"\x0eTriggerCronJob\x12\".jobplane.v1.TriggerCronJobRequest\x1a#.jobplane.v1.TriggerCronJobResponse\x12\\\n" +
-	"\x0fBackfillCronJob\x12#.jobplane.v1.BackfillCronJobRequest\x1a$.jobplane.v1.BackfillCronJobResponse\x12\\\n" +
+	"\x0fBackfillCronJob\x12#.jobplane.v1.BackfillCronJobRequest\x1a$.jobplane.v1.BackfillCronJobResponse\x12P\n" +
+	"\vPlanCronJob\x12\x1f.jobplane.v1.PlanCronJobRequest\x1a .jobplane.v1.PlanCronJobResponse\x12\\\n" +
 	"\x0fPreviewSchedule\x12#.jobplane.v1.PreviewScheduleRequest\x1a$.jobplane.v1.PreviewScheduleResponse\x12d\n" +
 	"\x11WatchJobInstances\x12%.jobplane.v1.WatchJobInstancesRequest\x1a&.jobplane.v1.WatchJobInstancesResponse0\x01B\xa9\x01\n" +
 	"\x0fcom.jobplane.v1B\x10CronServiceProtoP\x01Z7github.com/jobplane/jobplane/gen/jobplane/v1;jobplanev1\xa2\x02\x03JXX\xaa\x02\vJobplane.V1\xca\x02\vJobplane\\V1\xe2\x02\x17Jobplane\\V1\\GPBMetadata\xea\x02\fJobplane::V1b\x06proto3"
@@ -1167,7 +1711,7 @@ func file_jobplane_v1_cron_service_proto_rawDescGZIP() []byte {
 	return file_jobplane_v1_cron_service_proto_rawDescData
 }
 
-var file_jobplane_v1_cron_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_jobplane_v1_cron_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_jobplane_v1_cron_service_proto_goTypes = []any{
 	(*CreateCronJobRequest)(nil),      // 0: jobplane.v1.CreateCronJobRequest
 	(*CreateCronJobResponse)(nil),     // 1: jobplane.v1.CreateCronJobResponse
@@ -1183,56 +1727,87 @@ var file_jobplane_v1_cron_service_proto_goTypes = []any{
 	(*TriggerCronJobResponse)(nil),    // 11: jobplane.v1.TriggerCronJobResponse
 	(*BackfillCronJobRequest)(nil),    // 12: jobplane.v1.BackfillCronJobRequest
 	(*BackfillCronJobResponse)(nil),   // 13: jobplane.v1.BackfillCronJobResponse
-	(*PreviewScheduleRequest)(nil),    // 14: jobplane.v1.PreviewScheduleRequest
-	(*PreviewScheduleResponse)(nil),   // 15: jobplane.v1.PreviewScheduleResponse
-	(*ScheduledRun)(nil),              // 16: jobplane.v1.ScheduledRun
-	(*WatchJobInstancesRequest)(nil),  // 17: jobplane.v1.WatchJobInstancesRequest
-	(*WatchJobInstancesResponse)(nil), // 18: jobplane.v1.WatchJobInstancesResponse
-	(*CronJob)(nil),                   // 19: jobplane.v1.CronJob
-	(*Job)(nil),                       // 20: jobplane.v1.Job
-	(*timestamppb.Timestamp)(nil),     // 21: google.protobuf.Timestamp
-	(*ObjectReference)(nil),           // 22: jobplane.v1.ObjectReference
+	(*PlanCronJobRequest)(nil),        // 14: jobplane.v1.PlanCronJobRequest
+	(*PlanCronJobResponse)(nil),       // 15: jobplane.v1.PlanCronJobResponse
+	(*CronJobPlan)(nil),               // 16: jobplane.v1.CronJobPlan
+	(*CronJobAction)(nil),             // 17: jobplane.v1.CronJobAction
+	(*CreateJobAction)(nil),           // 18: jobplane.v1.CreateJobAction
+	(*DeleteJobAction)(nil),           // 19: jobplane.v1.DeleteJobAction
+	(*PreviewScheduleRequest)(nil),    // 20: jobplane.v1.PreviewScheduleRequest
+	(*PreviewScheduleResponse)(nil),   // 21: jobplane.v1.PreviewScheduleResponse
+	(*ScheduledRun)(nil),              // 22: jobplane.v1.ScheduledRun
+	(*WatchJobInstancesRequest)(nil),  // 23: jobplane.v1.WatchJobInstancesRequest
+	(*WatchJobInstancesResponse)(nil), // 24: jobplane.v1.WatchJobInstancesResponse
+	(*CronJob)(nil),                   // 25: jobplane.v1.CronJob
+	(*Job)(nil),                       // 26: jobplane.v1.Job
+	(*PendingRun)(nil),                // 27: jobplane.v1.PendingRun
+	(*timestamppb.Timestamp)(nil),     // 28: google.protobuf.Timestamp
+	(*CronJobStatus)(nil),             // 29: jobplane.v1.CronJobStatus
+	(*durationpb.Duration)(nil),       // 30: google.protobuf.Duration
+	(*RecordEventAction)(nil),         // 31: jobplane.v1.RecordEventAction
+	(*ObjectReference)(nil),           // 32: jobplane.v1.ObjectReference
+	(*DaylightSavingPolicy)(nil),      // 33: jobplane.v1.DaylightSavingPolicy
 }
 var file_jobplane_v1_cron_service_proto_depIdxs = []int32{
-	19, // 0: jobplane.v1.CreateCronJobRequest.cron_job:type_name -> jobplane.v1.CronJob
-	19, // 1: jobplane.v1.CreateCronJobResponse.cron_job:type_name -> jobplane.v1.CronJob
-	19, // 2: jobplane.v1.GetCronJobResponse.cron_job:type_name -> jobplane.v1.CronJob
-	19, // 3: jobplane.v1.ListCronJobsResponse.cron_jobs:type_name -> jobplane.v1.CronJob
-	19, // 4: jobplane.v1.UpdateCronJobRequest.cron_job:type_name -> jobplane.v1.CronJob
-	19, // 5: jobplane.v1.UpdateCronJobResponse.cron_job:type_name -> jobplane.v1.CronJob
-	20, // 6: jobplane.v1.TriggerCronJobResponse.job:type_name -> jobplane.v1.Job
-	21, // 7: jobplane.v1.BackfillCronJobRequest.start:type_name -> google.protobuf.Timestamp
-	21, // 8: jobplane.v1.BackfillCronJobRequest.end:type_name -> google.protobuf.Timestamp
-	20, // 9: jobplane.v1.BackfillCronJobResponse.jobs:type_name -> jobplane.v1.Job
-	21, // 10: jobplane.v1.PreviewScheduleRequest.from:type_name -> google.protobuf.Timestamp
-	16, // 11: jobplane.v1.PreviewScheduleResponse.runs:type_name -> jobplane.v1.ScheduledRun
-	21, // 12: jobplane.v1.ScheduledRun.time:type_name -> google.protobuf.Timestamp
-	22, // 13: jobplane.v1.WatchJobInstancesResponse.cron_job:type_name -> jobplane.v1.ObjectReference
-	21, // 14: jobplane.v1.WatchJobInstancesResponse.scheduled_time:type_name -> google.protobuf.Timestamp
-	20, // 15: jobplane.v1.WatchJobInstancesResponse.job:type_name -> jobplane.v1.Job
-	0,  // 16: jobplane.v1.CronService.CreateCronJob:input_type -> jobplane.v1.CreateCronJobRequest
-	2,  // 17: jobplane.v1.CronService.GetCronJob:input_type -> jobplane.v1.GetCronJobRequest
-	4,  // 18: jobplane.v1.CronService.ListCronJobs:input_type -> jobplane.v1.ListCronJobsRequest
-	6,  // 19: jobplane.v1.CronService.UpdateCronJob:input_type -> jobplane.v1.UpdateCronJobRequest
-	8,  // 20: jobplane.v1.CronService.DeleteCronJob:input_type -> jobplane.v1.DeleteCronJobRequest
-	10, // 21: jobplane.v1.CronService.TriggerCronJob:input_type -> jobplane.v1.TriggerCronJobRequest
-	12, // 22: jobplane.v1.CronService.BackfillCronJob:input_type -> jobplane.v1.BackfillCronJobRequest
-	14, // 23: jobplane.v1.CronService.PreviewSchedule:input_type -> jobplane.v1.PreviewScheduleRequest
-	17, // 24: jobplane.v1.CronService.WatchJobInstances:input_type -> jobplane.v1.WatchJobInstancesRequest
-	1,  // 25: jobplane.v1.CronService.CreateCronJob:output_type -> jobplane.v1.CreateCronJobResponse
-	3,  // 26: jobplane.v1.CronService.GetCronJob:output_type -> jobplane.v1.GetCronJobResponse
-	5,  // 27: jobplane.v1.CronService.ListCronJobs:output_type -> jobplane.v1.ListCronJobsResponse
-	7,  // 28: jobplane.v1.CronService.UpdateCronJob:output_type -> jobplane.v1.UpdateCronJobResponse
-	9,  // 29: jobplane.v1.CronService.DeleteCronJob:output_type -> jobplane.v1.DeleteCronJobResponse
-	11, // 30: jobplane.v1.CronService.TriggerCronJob:output_type -> jobplane.v1.TriggerCronJobResponse
-	13, // 31: jobplane.v1.CronService.BackfillCronJob:output_type -> jobplane.v1.BackfillCronJobResponse
-	15, // 32: jobplane.v1.CronService.PreviewSchedule:output_type -> jobplane.v1.PreviewScheduleResponse
-	18, // 33: jobplane.v1.CronService.WatchJobInstances:output_type -> jobplane.v1.WatchJobInstancesResponse
-	25, // [25:34] is the sub-list for method output_type
-	16, // [16:25] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	25, // 0: jobplane.v1.CreateCronJobRequest.cron_job:type_name -> jobplane.v1.CronJob
+	25, // 1: jobplane.v1.CreateCronJobResponse.cron_job:type_name -> jobplane.v1.CronJob
+	25, // 2: jobplane.v1.GetCronJobResponse.cron_job:type_name -> jobplane.v1.CronJob
+	25, // 3: jobplane.v1.ListCronJobsResponse.cron_jobs:type_name -> jobplane.v1.CronJob
+	25, // 4: jobplane.v1.UpdateCronJobRequest.cron_job:type_name -> jobplane.v1.CronJob
+	25, // 5: jobplane.v1.UpdateCronJobResponse.cron_job:type_name -> jobplane.v1.CronJob
+	26, // 6: jobplane.v1.TriggerCronJobResponse.job:type_name -> jobplane.v1.Job
+	27, // 7: jobplane.v1.TriggerCronJobResponse.queued:type_name -> jobplane.v1.PendingRun
+	28, // 8: jobplane.v1.BackfillCronJobRequest.start:type_name -> google.protobuf.Timestamp
+	28, // 9: jobplane.v1.BackfillCronJobRequest.end:type_name -> google.protobuf.Timestamp
+	26, // 10: jobplane.v1.BackfillCronJobResponse.jobs:type_name -> jobplane.v1.Job
+	27, // 11: jobplane.v1.BackfillCronJobResponse.queued:type_name -> jobplane.v1.PendingRun
+	28, // 12: jobplane.v1.BackfillCronJobResponse.skipped:type_name -> google.protobuf.Timestamp
+	25, // 13: jobplane.v1.PlanCronJobRequest.cron_job:type_name -> jobplane.v1.CronJob
+	26, // 14: jobplane.v1.PlanCronJobRequest.jobs:type_name -> jobplane.v1.Job
+	28, // 15: jobplane.v1.PlanCronJobRequest.now:type_name -> google.protobuf.Timestamp
+	16, // 16: jobplane.v1.PlanCronJobResponse.plan:type_name -> jobplane.v1.CronJobPlan
+	17, // 17: jobplane.v1.CronJobPlan.actions:type_name -> jobplane.v1.CronJobAction
+	29, // 18: jobplane.v1.CronJobPlan.status:type_name -> jobplane.v1.CronJobStatus
+	30, // 19: jobplane.v1.CronJobPlan.requeue_after:type_name -> google.protobuf.Duration
+	28, // 20: jobplane.v1.CronJobPlan.missed_runs:type_name -> google.protobuf.Timestamp
+	18, // 21: jobplane.v1.CronJobAction.create_job:type_name -> jobplane.v1.CreateJobAction
+	19, // 22: jobplane.v1.CronJobAction.delete_job:type_name -> jobplane.v1.DeleteJobAction
+	31, // 23: jobplane.v1.CronJobAction.record_event:type_name -> jobplane.v1.RecordEventAction
+	26, // 24: jobplane.v1.CreateJobAction.job:type_name -> jobplane.v1.Job
+	28, // 25: jobplane.v1.CreateJobAction.scheduled_time:type_name -> google.protobuf.Timestamp
+	32, // 26: jobplane.v1.DeleteJobAction.job:type_name -> jobplane.v1.ObjectReference
+	28, // 27: jobplane.v1.PreviewScheduleRequest.from:type_name -> google.protobuf.Timestamp
+	33, // 28: jobplane.v1.PreviewScheduleRequest.daylight_saving:type_name -> jobplane.v1.DaylightSavingPolicy
+	22, // 29: jobplane.v1.PreviewScheduleResponse.runs:type_name -> jobplane.v1.ScheduledRun
+	28, // 30: jobplane.v1.ScheduledRun.time:type_name -> google.protobuf.Timestamp
+	32, // 31: jobplane.v1.WatchJobInstancesResponse.cron_job:type_name -> jobplane.v1.ObjectReference
+	28, // 32: jobplane.v1.WatchJobInstancesResponse.scheduled_time:type_name -> google.protobuf.Timestamp
+	26, // 33: jobplane.v1.WatchJobInstancesResponse.job:type_name -> jobplane.v1.Job
+	0,  // 34: jobplane.v1.CronService.CreateCronJob:input_type -> jobplane.v1.CreateCronJobRequest
+	2,  // 35: jobplane.v1.CronService.GetCronJob:input_type -> jobplane.v1.GetCronJobRequest
+	4,  // 36: jobplane.v1.CronService.ListCronJobs:input_type -> jobplane.v1.ListCronJobsRequest
+	6,  // 37: jobplane.v1.CronService.UpdateCronJob:input_type -> jobplane.v1.UpdateCronJobRequest
+	8,  // 38: jobplane.v1.CronService.DeleteCronJob:input_type -> jobplane.v1.DeleteCronJobRequest
+	10, // 39: jobplane.v1.CronService.TriggerCronJob:input_type -> jobplane.v1.TriggerCronJobRequest
+	12, // 40: jobplane.v1.CronService.BackfillCronJob:input_type -> jobplane.v1.BackfillCronJobRequest
+	14, // 41: jobplane.v1.CronService.PlanCronJob:input_type -> jobplane.v1.PlanCronJobRequest
+	20, // 42: jobplane.v1.CronService.PreviewSchedule:input_type -> jobplane.v1.PreviewScheduleRequest
+	23, // 43: jobplane.v1.CronService.WatchJobInstances:input_type -> jobplane.v1.WatchJobInstancesRequest
+	1,  // 44: jobplane.v1.CronService.CreateCronJob:output_type -> jobplane.v1.CreateCronJobResponse
+	3,  // 45: jobplane.v1.CronService.GetCronJob:output_type -> jobplane.v1.GetCronJobResponse
+	5,  // 46: jobplane.v1.CronService.ListCronJobs:output_type -> jobplane.v1.ListCronJobsResponse
+	7,  // 47: jobplane.v1.CronService.UpdateCronJob:output_type -> jobplane.v1.UpdateCronJobResponse
+	9,  // 48: jobplane.v1.CronService.DeleteCronJob:output_type -> jobplane.v1.DeleteCronJobResponse
+	11, // 49: jobplane.v1.CronService.TriggerCronJob:output_type -> jobplane.v1.TriggerCronJobResponse
+	13, // 50: jobplane.v1.CronService.BackfillCronJob:output_type -> jobplane.v1.BackfillCronJobResponse
+	15, // 51: jobplane.v1.CronService.PlanCronJob:output_type -> jobplane.v1.PlanCronJobResponse
+	21, // 52: jobplane.v1.CronService.PreviewSchedule:output_type -> jobplane.v1.PreviewScheduleResponse
+	24, // 53: jobplane.v1.CronService.WatchJobInstances:output_type -> jobplane.v1.WatchJobInstancesResponse
+	44, // [44:54] is the sub-list for method output_type
+	34, // [34:44] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_jobplane_v1_cron_service_proto_init() }
@@ -1243,13 +1818,19 @@ func file_jobplane_v1_cron_service_proto_init() {
 	file_jobplane_v1_cronjob_proto_init()
 	file_jobplane_v1_job_proto_init()
 	file_jobplane_v1_meta_proto_init()
+	file_jobplane_v1_plan_proto_init()
+	file_jobplane_v1_cron_service_proto_msgTypes[17].OneofWrappers = []any{
+		(*CronJobAction_CreateJob)(nil),
+		(*CronJobAction_DeleteJob)(nil),
+		(*CronJobAction_RecordEvent)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobplane_v1_cron_service_proto_rawDesc), len(file_jobplane_v1_cron_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

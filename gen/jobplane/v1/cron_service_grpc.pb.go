@@ -26,6 +26,7 @@ const (
 	CronService_DeleteCronJob_FullMethodName     = "/jobplane.v1.CronService/DeleteCronJob"
 	CronService_TriggerCronJob_FullMethodName    = "/jobplane.v1.CronService/TriggerCronJob"
 	CronService_BackfillCronJob_FullMethodName   = "/jobplane.v1.CronService/BackfillCronJob"
+	CronService_PlanCronJob_FullMethodName       = "/jobplane.v1.CronService/PlanCronJob"
 	CronService_PreviewSchedule_FullMethodName   = "/jobplane.v1.CronService/PreviewSchedule"
 	CronService_WatchJobInstances_FullMethodName = "/jobplane.v1.CronService/WatchJobInstances"
 )
@@ -85,23 +86,52 @@ type CronServiceClient interface {
 	//
 	// Authorization: delete cronjobs.jobplane.dev of the CronJob.
 	DeleteCronJob(ctx context.Context, in *DeleteCronJobRequest, opts ...grpc.CallOption) (*DeleteCronJobResponse, error)
-	// TriggerCronJob starts a run now. It respects the concurrency policy
-	// unless told otherwise.
+	// TriggerCronJob starts a run now (trigger "Manual"). It respects the
+	// concurrency policy unless told otherwise: Forbid refuses while a Job is
+	// active, Replace deletes the active Jobs first, BufferOne and BufferAll
+	// queue the run in status.pendingRuns. The Job is named
+	// "<cronjob>-m<unix seconds in base 36>", so two triggers in the same
+	// second are one run.
 	//
 	// Errors: NOT_FOUND; FAILED_PRECONDITION when the concurrency policy
-	// forbids the run.
+	// forbids the run, or the CronJob is being deleted; UNAVAILABLE when this
+	// replica does not lead or the executor cannot be reached.
 	//
 	// Authorization: create cronjobs.jobplane.dev, subresource trigger, of
 	// the CronJob.
 	TriggerCronJob(ctx context.Context, in *TriggerCronJobRequest, opts ...grpc.CallOption) (*TriggerCronJobResponse, error)
-	// BackfillCronJob runs every scheduled time in [start, end), with its own
-	// concurrency policy.
+	// BackfillCronJob runs every scheduled time in [start, end) (trigger
+	// "Backfill"), named as the scheduled runs are, so a time that already ran
+	// is not run again. Its concurrency policy is the backfill's own: "Allow"
+	// starts every run now; "Forbid" (or "BufferAll") queues them in
+	// status.pendingRuns, each starting when no Job is active.
 	//
-	// Errors: INVALID_ARGUMENT for an empty or too large range; NOT_FOUND.
+	// Errors: INVALID_ARGUMENT for an empty range, an end after now, more than
+	// 100 scheduled times in the range, or another policy; NOT_FOUND;
+	// FAILED_PRECONDITION when the schedule is invalid; UNAVAILABLE when this
+	// replica does not lead or the executor cannot be reached.
 	//
 	// Authorization: create cronjobs.jobplane.dev, subresource backfill, of
 	// the CronJob.
 	BackfillCronJob(ctx context.Context, in *BackfillCronJobRequest, opts ...grpc.CallOption) (*BackfillCronJobResponse, error)
+	// PlanCronJob decides one sync of a CronJob, as the cron service's own
+	// controller does: from the CronJob, the Jobs it owns and the current time,
+	// the Jobs to create and delete, the events, the next status and when to
+	// look again. A pure function of the request, deterministic byte for byte:
+	// platforms that keep their own schedules call it without storing anything
+	// in jobplane.
+	//
+	// Without extension fields the decision is the reference's syncCronJob
+	// (v1.36) with its history cleanup, except for the faults listed on
+	// CronJobSpec.starting_deadline_seconds and CronJobPlan.
+	//
+	// Errors: INVALID_ARGUMENT with field violations for a missing CronJob
+	// (metadata.name, metadata.namespace, metadata.uid and
+	// metadata.creationTimestamp are required), a malformed Job or a missing
+	// now.
+	//
+	// Authorization: authentication only (a pure function of the request).
+	PlanCronJob(ctx context.Context, in *PlanCronJobRequest, opts ...grpc.CallOption) (*PlanCronJobResponse, error)
 	// PreviewSchedule returns the next run times of a schedule in a time zone,
 	// as the cron service would compute them.
 	//
@@ -112,9 +142,14 @@ type CronServiceClient interface {
 	// Authorization: authentication only (a pure function of the request).
 	PreviewSchedule(ctx context.Context, in *PreviewScheduleRequest, opts ...grpc.CallOption) (*PreviewScheduleResponse, error)
 	// WatchJobInstances streams every Job instance the cron service emits
-	// (scheduled, triggered or backfilled), as it hands it to the executor.
+	// (scheduled, caught up, triggered or backfilled), as the Job appears in
+	// the cluster. It reads the Jobs themselves, so it is resumable across
+	// restarts and failovers: resume from the last resource_version received.
+	// The stream ends with OK when the server shuts down.
 	//
-	// Errors: INVALID_ARGUMENT for a bad filter.
+	// Errors: INVALID_ARGUMENT for a bad filter; OUT_OF_RANGE when the
+	// resource_version to resume from is too old; UNAVAILABLE when the API
+	// server cannot be reached.
 	//
 	// Authorization: watch cronjobs.jobplane.dev in the namespace (every
 	// namespace: at the cluster scope), of the CronJob when one is named.
@@ -196,6 +231,16 @@ func (c *cronServiceClient) BackfillCronJob(ctx context.Context, in *BackfillCro
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(BackfillCronJobResponse)
 	err := c.cc.Invoke(ctx, CronService_BackfillCronJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cronServiceClient) PlanCronJob(ctx context.Context, in *PlanCronJobRequest, opts ...grpc.CallOption) (*PlanCronJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PlanCronJobResponse)
+	err := c.cc.Invoke(ctx, CronService_PlanCronJob_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -286,23 +331,52 @@ type CronServiceServer interface {
 	//
 	// Authorization: delete cronjobs.jobplane.dev of the CronJob.
 	DeleteCronJob(context.Context, *DeleteCronJobRequest) (*DeleteCronJobResponse, error)
-	// TriggerCronJob starts a run now. It respects the concurrency policy
-	// unless told otherwise.
+	// TriggerCronJob starts a run now (trigger "Manual"). It respects the
+	// concurrency policy unless told otherwise: Forbid refuses while a Job is
+	// active, Replace deletes the active Jobs first, BufferOne and BufferAll
+	// queue the run in status.pendingRuns. The Job is named
+	// "<cronjob>-m<unix seconds in base 36>", so two triggers in the same
+	// second are one run.
 	//
 	// Errors: NOT_FOUND; FAILED_PRECONDITION when the concurrency policy
-	// forbids the run.
+	// forbids the run, or the CronJob is being deleted; UNAVAILABLE when this
+	// replica does not lead or the executor cannot be reached.
 	//
 	// Authorization: create cronjobs.jobplane.dev, subresource trigger, of
 	// the CronJob.
 	TriggerCronJob(context.Context, *TriggerCronJobRequest) (*TriggerCronJobResponse, error)
-	// BackfillCronJob runs every scheduled time in [start, end), with its own
-	// concurrency policy.
+	// BackfillCronJob runs every scheduled time in [start, end) (trigger
+	// "Backfill"), named as the scheduled runs are, so a time that already ran
+	// is not run again. Its concurrency policy is the backfill's own: "Allow"
+	// starts every run now; "Forbid" (or "BufferAll") queues them in
+	// status.pendingRuns, each starting when no Job is active.
 	//
-	// Errors: INVALID_ARGUMENT for an empty or too large range; NOT_FOUND.
+	// Errors: INVALID_ARGUMENT for an empty range, an end after now, more than
+	// 100 scheduled times in the range, or another policy; NOT_FOUND;
+	// FAILED_PRECONDITION when the schedule is invalid; UNAVAILABLE when this
+	// replica does not lead or the executor cannot be reached.
 	//
 	// Authorization: create cronjobs.jobplane.dev, subresource backfill, of
 	// the CronJob.
 	BackfillCronJob(context.Context, *BackfillCronJobRequest) (*BackfillCronJobResponse, error)
+	// PlanCronJob decides one sync of a CronJob, as the cron service's own
+	// controller does: from the CronJob, the Jobs it owns and the current time,
+	// the Jobs to create and delete, the events, the next status and when to
+	// look again. A pure function of the request, deterministic byte for byte:
+	// platforms that keep their own schedules call it without storing anything
+	// in jobplane.
+	//
+	// Without extension fields the decision is the reference's syncCronJob
+	// (v1.36) with its history cleanup, except for the faults listed on
+	// CronJobSpec.starting_deadline_seconds and CronJobPlan.
+	//
+	// Errors: INVALID_ARGUMENT with field violations for a missing CronJob
+	// (metadata.name, metadata.namespace, metadata.uid and
+	// metadata.creationTimestamp are required), a malformed Job or a missing
+	// now.
+	//
+	// Authorization: authentication only (a pure function of the request).
+	PlanCronJob(context.Context, *PlanCronJobRequest) (*PlanCronJobResponse, error)
 	// PreviewSchedule returns the next run times of a schedule in a time zone,
 	// as the cron service would compute them.
 	//
@@ -313,9 +387,14 @@ type CronServiceServer interface {
 	// Authorization: authentication only (a pure function of the request).
 	PreviewSchedule(context.Context, *PreviewScheduleRequest) (*PreviewScheduleResponse, error)
 	// WatchJobInstances streams every Job instance the cron service emits
-	// (scheduled, triggered or backfilled), as it hands it to the executor.
+	// (scheduled, caught up, triggered or backfilled), as the Job appears in
+	// the cluster. It reads the Jobs themselves, so it is resumable across
+	// restarts and failovers: resume from the last resource_version received.
+	// The stream ends with OK when the server shuts down.
 	//
-	// Errors: INVALID_ARGUMENT for a bad filter.
+	// Errors: INVALID_ARGUMENT for a bad filter; OUT_OF_RANGE when the
+	// resource_version to resume from is too old; UNAVAILABLE when the API
+	// server cannot be reached.
 	//
 	// Authorization: watch cronjobs.jobplane.dev in the namespace (every
 	// namespace: at the cluster scope), of the CronJob when one is named.
@@ -353,6 +432,9 @@ func (UnimplementedCronServiceServer) TriggerCronJob(context.Context, *TriggerCr
 }
 func (UnimplementedCronServiceServer) BackfillCronJob(context.Context, *BackfillCronJobRequest) (*BackfillCronJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method BackfillCronJob not implemented")
+}
+func (UnimplementedCronServiceServer) PlanCronJob(context.Context, *PlanCronJobRequest) (*PlanCronJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PlanCronJob not implemented")
 }
 func (UnimplementedCronServiceServer) PreviewSchedule(context.Context, *PreviewScheduleRequest) (*PreviewScheduleResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PreviewSchedule not implemented")
@@ -507,6 +589,24 @@ func _CronService_BackfillCronJob_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CronService_PlanCronJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PlanCronJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CronServiceServer).PlanCronJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CronService_PlanCronJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CronServiceServer).PlanCronJob(ctx, req.(*PlanCronJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _CronService_PreviewSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PreviewScheduleRequest)
 	if err := dec(in); err != nil {
@@ -570,6 +670,10 @@ var CronService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "BackfillCronJob",
 			Handler:    _CronService_BackfillCronJob_Handler,
+		},
+		{
+			MethodName: "PlanCronJob",
+			Handler:    _CronService_PlanCronJob_Handler,
 		},
 		{
 			MethodName: "PreviewSchedule",

@@ -116,12 +116,23 @@ type CronJobSpec struct {
 	// the cron service's own zone (its TZ; UTC when unset), as the reference
 	// uses kube-controller-manager's. "Local" is rejected.
 	TimeZone *string `protobuf:"bytes,2,opt,name=time_zone,json=timeZone,proto3,oneof" json:"time_zone,omitempty"`
-	// A run missed by more than this many seconds is skipped (MissSchedule).
+	// A run not started within this many seconds of its scheduled time does
+	// not start: a MissSchedule event and a missed run. 0 means a run never
+	// starts (as in the reference).
+	//
+	// Deviations from the reference (faults of v1.36.3 fixed here):
+	//   - MissSchedule is emitted when the most recent due run is past the
+	//     deadline; the reference applies the deadline before its check, so its
+	//     MissSchedule can never fire.
+	//   - An "@every" schedule whose deadline is shorter than its interval runs
+	//     every interval from its last run (or creation); the reference counts
+	//     its interval from the deadline and never runs it.
 	StartingDeadlineSeconds *int64 `protobuf:"varint,3,opt,name=starting_deadline_seconds,json=startingDeadlineSeconds,proto3,oneof" json:"starting_deadline_seconds,omitempty"`
 	// What to do when a run is due while an earlier Job is still active:
 	// "Allow" (default), "Forbid" or "Replace" as in batch/v1; jobplane adds
-	// "BufferOne" (keep the latest due run and start it when the active one
-	// finishes) and "BufferAll" (queue every due run, up to catch_up.max_runs).
+	// "BufferOne" (keep the latest due run in status.pendingRuns and start it
+	// when no Job is active) and "BufferAll" (queue every due run, oldest first,
+	// up to catch_up.max_runs, each starting when no Job is active).
 	ConcurrencyPolicy string `protobuf:"bytes,4,opt,name=concurrency_policy,json=concurrencyPolicy,proto3" json:"concurrency_policy,omitempty"`
 	// True stops scheduling new runs; active Jobs are left alone.
 	Suspend *bool `protobuf:"varint,5,opt,name=suspend,proto3,oneof" json:"suspend,omitempty"`
@@ -255,15 +266,24 @@ func (x *CronJobSpec) GetDaylightSaving() *DaylightSavingPolicy {
 	return nil
 }
 
-// CatchUpPolicy says which runs missed while the scheduler was down still run.
+// CatchUpPolicy says which runs missed while the scheduler was down (or the
+// CronJob could not run) still run. A run is missed when a later scheduled
+// time is already due when it is considered.
 type CatchUpPolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "Skip" (none), "LatestOnly" (the most recent) or "All" (each, oldest
-	// first, subject to the concurrency policy).
+	// "Latest" (the reference: only the most recent due run starts),
+	// "Skip" (a run starts only while it is the only one due since the last
+	// run; after downtime the missed runs are skipped and the schedule resumes
+	// at its next time) or "All" (every due run within window_seconds starts,
+	// oldest first, at most max_runs, subject to the concurrency policy).
 	Policy string `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
-	// Only runs scheduled at most this many seconds ago are caught up.
+	// "All" only: runs scheduled more than this many seconds before now are
+	// not caught up. Default: no limit beyond max_runs and
+	// starting_deadline_seconds.
 	WindowSeconds *int64 `protobuf:"varint,2,opt,name=window_seconds,json=windowSeconds,proto3,oneof" json:"window_seconds,omitempty"`
-	// At most this many runs are caught up; default 100.
+	// "All" only: at most this many runs are caught up in one sync (the most
+	// recent ones); also the bound of status.pendingRuns under BufferAll.
+	// Default 100, at most 1000.
 	MaxRuns       *int32 `protobuf:"varint,3,opt,name=max_runs,json=maxRuns,proto3,oneof" json:"max_runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -321,14 +341,16 @@ func (x *CatchUpPolicy) GetMaxRuns() int32 {
 }
 
 // DaylightSavingPolicy says what happens to runs in the hour a daylight-saving
-// change skips (spring forward) or repeats (fall back).
+// change skips (spring forward) or repeats (fall back). PreviewSchedule shows
+// the times either way.
 type DaylightSavingPolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "Skip": a run scheduled in the skipped hour does not happen that day;
-	// "RunAfterChange": it runs at the first instant after the change.
+	// "Skip" (default, the reference): a run scheduled in the skipped hour
+	// does not happen that day; "RunAtNextValidTime": it runs at the first
+	// instant after the change (02:30 in a skipped 02:00-03:00 runs at 03:00).
 	SkippedHour string `protobuf:"bytes,1,opt,name=skipped_hour,json=skippedHour,proto3" json:"skipped_hour,omitempty"`
-	// "RunOnce": a run in the repeated hour happens only the first time;
-	// "RunTwice": it happens in both occurrences of the hour.
+	// "Twice" (default, the reference): a run in the repeated hour happens in
+	// both occurrences of the hour; "Once": only in the first.
 	RepeatedHour  string `protobuf:"bytes,2,opt,name=repeated_hour,json=repeatedHour,proto3" json:"repeated_hour,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -387,10 +409,11 @@ type CronJobStatus struct {
 	LastScheduleTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=last_schedule_time,json=lastScheduleTime,proto3" json:"last_schedule_time,omitempty"`
 	// When the most recent successful Job completed.
 	LastSuccessfulTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_successful_time,json=lastSuccessfulTime,proto3" json:"last_successful_time,omitempty"`
-	// Extension: runs waiting for an active Job to finish (BufferOne,
-	// BufferAll), oldest first.
-	PendingRuns []*timestamppb.Timestamp `protobuf:"bytes,20,rep,name=pending_runs,json=pendingRuns,proto3" json:"pending_runs,omitempty"`
-	// Extension: the next scheduled time, as the cron service computes it.
+	// Extension: runs waiting for no Job to be active (BufferOne, BufferAll,
+	// triggered or backfilled runs that were buffered), oldest first.
+	PendingRuns []*PendingRun `protobuf:"bytes,20,rep,name=pending_runs,json=pendingRuns,proto3" json:"pending_runs,omitempty"`
+	// Extension: the next scheduled time, as the cron service computes it
+	// (before jitter); unset while suspended or when the schedule never fires.
 	NextScheduleTime *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=next_schedule_time,json=nextScheduleTime,proto3" json:"next_schedule_time,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
@@ -447,7 +470,7 @@ func (x *CronJobStatus) GetLastSuccessfulTime() *timestamppb.Timestamp {
 	return nil
 }
 
-func (x *CronJobStatus) GetPendingRuns() []*timestamppb.Timestamp {
+func (x *CronJobStatus) GetPendingRuns() []*PendingRun {
 	if x != nil {
 		return x.PendingRuns
 	}
@@ -459,6 +482,62 @@ func (x *CronJobStatus) GetNextScheduleTime() *timestamppb.Timestamp {
 		return x.NextScheduleTime
 	}
 	return nil
+}
+
+// PendingRun is a run waiting to start.
+type PendingRun struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The time the run was scheduled for (for a manual run, when it was
+	// triggered).
+	ScheduledTime *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=scheduled_time,json=scheduledTime,proto3" json:"scheduled_time,omitempty"`
+	// "Schedule", "CatchUp", "Manual" or "Backfill".
+	Trigger       string `protobuf:"bytes,2,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingRun) Reset() {
+	*x = PendingRun{}
+	mi := &file_jobplane_v1_cronjob_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingRun) ProtoMessage() {}
+
+func (x *PendingRun) ProtoReflect() protoreflect.Message {
+	mi := &file_jobplane_v1_cronjob_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingRun.ProtoReflect.Descriptor instead.
+func (*PendingRun) Descriptor() ([]byte, []int) {
+	return file_jobplane_v1_cronjob_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PendingRun) GetScheduledTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ScheduledTime
+	}
+	return nil
+}
+
+func (x *PendingRun) GetTrigger() string {
+	if x != nil {
+		return x.Trigger
+	}
+	return ""
 }
 
 var File_jobplane_v1_cronjob_proto protoreflect.FileDescriptor
@@ -501,13 +580,17 @@ const file_jobplane_v1_cronjob_proto_rawDesc = "" +
 	"\t_max_runs\"^\n" +
 	"\x14DaylightSavingPolicy\x12!\n" +
 	"\fskipped_hour\x18\x01 \x01(\tR\vskippedHour\x12#\n" +
-	"\rrepeated_hour\x18\x02 \x01(\tR\frepeatedHour\"\xe6\x02\n" +
+	"\rrepeated_hour\x18\x02 \x01(\tR\frepeatedHour\"\xe3\x02\n" +
 	"\rCronJobStatus\x124\n" +
 	"\x06active\x18\x01 \x03(\v2\x1c.jobplane.v1.ObjectReferenceR\x06active\x12H\n" +
 	"\x12last_schedule_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastScheduleTime\x12L\n" +
-	"\x14last_successful_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastSuccessfulTime\x12=\n" +
-	"\fpending_runs\x18\x14 \x03(\v2\x1a.google.protobuf.TimestampR\vpendingRuns\x12H\n" +
-	"\x12next_schedule_time\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\x10nextScheduleTimeB\xa5\x01\n" +
+	"\x14last_successful_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastSuccessfulTime\x12:\n" +
+	"\fpending_runs\x18\x14 \x03(\v2\x17.jobplane.v1.PendingRunR\vpendingRuns\x12H\n" +
+	"\x12next_schedule_time\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\x10nextScheduleTime\"i\n" +
+	"\n" +
+	"PendingRun\x12A\n" +
+	"\x0escheduled_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\rscheduledTime\x12\x18\n" +
+	"\atrigger\x18\x02 \x01(\tR\atriggerB\xa5\x01\n" +
 	"\x0fcom.jobplane.v1B\fCronjobProtoP\x01Z7github.com/jobplane/jobplane/gen/jobplane/v1;jobplanev1\xa2\x02\x03JXX\xaa\x02\vJobplane.V1\xca\x02\vJobplane\\V1\xe2\x02\x17Jobplane\\V1\\GPBMetadata\xea\x02\fJobplane::V1b\x06proto3"
 
 var (
@@ -522,35 +605,37 @@ func file_jobplane_v1_cronjob_proto_rawDescGZIP() []byte {
 	return file_jobplane_v1_cronjob_proto_rawDescData
 }
 
-var file_jobplane_v1_cronjob_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_jobplane_v1_cronjob_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_jobplane_v1_cronjob_proto_goTypes = []any{
 	(*CronJob)(nil),               // 0: jobplane.v1.CronJob
 	(*CronJobSpec)(nil),           // 1: jobplane.v1.CronJobSpec
 	(*CatchUpPolicy)(nil),         // 2: jobplane.v1.CatchUpPolicy
 	(*DaylightSavingPolicy)(nil),  // 3: jobplane.v1.DaylightSavingPolicy
 	(*CronJobStatus)(nil),         // 4: jobplane.v1.CronJobStatus
-	(*ObjectMeta)(nil),            // 5: jobplane.v1.ObjectMeta
-	(*JobTemplateSpec)(nil),       // 6: jobplane.v1.JobTemplateSpec
-	(*ObjectReference)(nil),       // 7: jobplane.v1.ObjectReference
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*PendingRun)(nil),            // 5: jobplane.v1.PendingRun
+	(*ObjectMeta)(nil),            // 6: jobplane.v1.ObjectMeta
+	(*JobTemplateSpec)(nil),       // 7: jobplane.v1.JobTemplateSpec
+	(*ObjectReference)(nil),       // 8: jobplane.v1.ObjectReference
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
 }
 var file_jobplane_v1_cronjob_proto_depIdxs = []int32{
-	5,  // 0: jobplane.v1.CronJob.metadata:type_name -> jobplane.v1.ObjectMeta
+	6,  // 0: jobplane.v1.CronJob.metadata:type_name -> jobplane.v1.ObjectMeta
 	1,  // 1: jobplane.v1.CronJob.spec:type_name -> jobplane.v1.CronJobSpec
 	4,  // 2: jobplane.v1.CronJob.status:type_name -> jobplane.v1.CronJobStatus
-	6,  // 3: jobplane.v1.CronJobSpec.job_template:type_name -> jobplane.v1.JobTemplateSpec
+	7,  // 3: jobplane.v1.CronJobSpec.job_template:type_name -> jobplane.v1.JobTemplateSpec
 	2,  // 4: jobplane.v1.CronJobSpec.catch_up:type_name -> jobplane.v1.CatchUpPolicy
 	3,  // 5: jobplane.v1.CronJobSpec.daylight_saving:type_name -> jobplane.v1.DaylightSavingPolicy
-	7,  // 6: jobplane.v1.CronJobStatus.active:type_name -> jobplane.v1.ObjectReference
-	8,  // 7: jobplane.v1.CronJobStatus.last_schedule_time:type_name -> google.protobuf.Timestamp
-	8,  // 8: jobplane.v1.CronJobStatus.last_successful_time:type_name -> google.protobuf.Timestamp
-	8,  // 9: jobplane.v1.CronJobStatus.pending_runs:type_name -> google.protobuf.Timestamp
-	8,  // 10: jobplane.v1.CronJobStatus.next_schedule_time:type_name -> google.protobuf.Timestamp
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	8,  // 6: jobplane.v1.CronJobStatus.active:type_name -> jobplane.v1.ObjectReference
+	9,  // 7: jobplane.v1.CronJobStatus.last_schedule_time:type_name -> google.protobuf.Timestamp
+	9,  // 8: jobplane.v1.CronJobStatus.last_successful_time:type_name -> google.protobuf.Timestamp
+	5,  // 9: jobplane.v1.CronJobStatus.pending_runs:type_name -> jobplane.v1.PendingRun
+	9,  // 10: jobplane.v1.CronJobStatus.next_schedule_time:type_name -> google.protobuf.Timestamp
+	9,  // 11: jobplane.v1.PendingRun.scheduled_time:type_name -> google.protobuf.Timestamp
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_jobplane_v1_cronjob_proto_init() }
@@ -568,7 +653,7 @@ func file_jobplane_v1_cronjob_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobplane_v1_cronjob_proto_rawDesc), len(file_jobplane_v1_cronjob_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
