@@ -25,7 +25,7 @@ import (
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/controller"
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
-	"github.com/jobplane/jobplane/services/executor/internal/leader"
+	"github.com/jobplane/jobplane/lib/leader"
 	"github.com/jobplane/jobplane/services/executor/internal/plannerclient"
 	"github.com/jobplane/jobplane/services/executor/internal/svc"
 )

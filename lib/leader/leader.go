@@ -1,4 +1,4 @@
-// Package leader runs the executor's work only while this replica holds a
+// Package leader runs a service's leading work only while this replica holds a
 // Lease (client-go leaderelection), and says who holds it, so that a standby
 // can name the leader when it refuses a write.
 package leader
