@@ -106,6 +106,9 @@ type CronJobStatus struct {
 
 	PendingRuns      []PendingRun `json:"pendingRuns,omitempty"`
 	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+	// ObservedSchedule and ObservedScheduleSince detect schedule changes.
+	ObservedSchedule      string       `json:"observedSchedule,omitempty"`
+	ObservedScheduleSince *metav1.Time `json:"observedScheduleSince,omitempty"`
 }
 
 // PendingRun is a run waiting for no Job to be active.
@@ -173,6 +176,8 @@ func (s *CronJobStatus) DeepCopyInto(out *CronJobStatus) {
 		out.PendingRuns = append(out.PendingRuns, PendingRun{ScheduledTime: *p.ScheduledTime.DeepCopy(), Trigger: p.Trigger})
 	}
 	out.NextScheduleTime = s.NextScheduleTime.DeepCopy()
+	out.ObservedSchedule = s.ObservedSchedule
+	out.ObservedScheduleSince = s.ObservedScheduleSince.DeepCopy()
 }
 
 // IsBuffered says whether the policy queues runs in status.pendingRuns.

@@ -104,7 +104,9 @@ func CronJobStatusToKube(s *jobplanev1.CronJobStatus) cronapi.CronJobStatus {
 			LastScheduleTime:   TimeToKube(s.GetLastScheduleTime()),
 			LastSuccessfulTime: TimeToKube(s.GetLastSuccessfulTime()),
 		},
-		NextScheduleTime: TimeToKube(s.GetNextScheduleTime()),
+		NextScheduleTime:      TimeToKube(s.GetNextScheduleTime()),
+		ObservedSchedule:      s.GetObservedSchedule(),
+		ObservedScheduleSince: TimeToKube(s.GetObservedScheduleSince()),
 	}
 	for _, r := range s.GetActive() {
 		out.Active = append(out.Active, ObjectReferenceToKube(r))
@@ -118,9 +120,11 @@ func CronJobStatusToKube(s *jobplanev1.CronJobStatus) cronapi.CronJobStatus {
 // CronJobStatusFromKube converts a CronJob status.
 func CronJobStatusFromKube(s *cronapi.CronJobStatus) *jobplanev1.CronJobStatus {
 	out := &jobplanev1.CronJobStatus{
-		LastScheduleTime:   TimeFromKube(s.LastScheduleTime),
-		LastSuccessfulTime: TimeFromKube(s.LastSuccessfulTime),
-		NextScheduleTime:   TimeFromKube(s.NextScheduleTime),
+		LastScheduleTime:      TimeFromKube(s.LastScheduleTime),
+		LastSuccessfulTime:    TimeFromKube(s.LastSuccessfulTime),
+		NextScheduleTime:      TimeFromKube(s.NextScheduleTime),
+		ObservedSchedule:      s.ObservedSchedule,
+		ObservedScheduleSince: TimeFromKube(s.ObservedScheduleSince),
 	}
 	for i := range s.Active {
 		out.Active = append(out.Active, ObjectReferenceFromKube(&s.Active[i]))

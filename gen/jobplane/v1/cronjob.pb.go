@@ -415,8 +415,17 @@ type CronJobStatus struct {
 	// Extension: the next scheduled time, as the cron service computes it
 	// (before jitter); unset while suspended or when the schedule never fires.
 	NextScheduleTime *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=next_schedule_time,json=nextScheduleTime,proto3" json:"next_schedule_time,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Extension: the time zone and schedule ("<zone> <schedule>", the zone
+	// empty for the service's own) the status was last written for. When the
+	// spec's differ, the schedule changed: no run scheduled before the change
+	// starts (a change never fires runs retroactively, which the reference
+	// does when the new schedule has a time between the last run and now).
+	ObservedSchedule string `protobuf:"bytes,22,opt,name=observed_schedule,json=observedSchedule,proto3" json:"observed_schedule,omitempty"`
+	// Extension: when observed_schedule took effect; no run scheduled before
+	// it starts.
+	ObservedScheduleSince *timestamppb.Timestamp `protobuf:"bytes,23,opt,name=observed_schedule_since,json=observedScheduleSince,proto3" json:"observed_schedule_since,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *CronJobStatus) Reset() {
@@ -480,6 +489,20 @@ func (x *CronJobStatus) GetPendingRuns() []*PendingRun {
 func (x *CronJobStatus) GetNextScheduleTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.NextScheduleTime
+	}
+	return nil
+}
+
+func (x *CronJobStatus) GetObservedSchedule() string {
+	if x != nil {
+		return x.ObservedSchedule
+	}
+	return ""
+}
+
+func (x *CronJobStatus) GetObservedScheduleSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ObservedScheduleSince
 	}
 	return nil
 }
@@ -580,13 +603,15 @@ const file_jobplane_v1_cronjob_proto_rawDesc = "" +
 	"\t_max_runs\"^\n" +
 	"\x14DaylightSavingPolicy\x12!\n" +
 	"\fskipped_hour\x18\x01 \x01(\tR\vskippedHour\x12#\n" +
-	"\rrepeated_hour\x18\x02 \x01(\tR\frepeatedHour\"\xe3\x02\n" +
+	"\rrepeated_hour\x18\x02 \x01(\tR\frepeatedHour\"\xe4\x03\n" +
 	"\rCronJobStatus\x124\n" +
 	"\x06active\x18\x01 \x03(\v2\x1c.jobplane.v1.ObjectReferenceR\x06active\x12H\n" +
 	"\x12last_schedule_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastScheduleTime\x12L\n" +
 	"\x14last_successful_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastSuccessfulTime\x12:\n" +
 	"\fpending_runs\x18\x14 \x03(\v2\x17.jobplane.v1.PendingRunR\vpendingRuns\x12H\n" +
-	"\x12next_schedule_time\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\x10nextScheduleTime\"i\n" +
+	"\x12next_schedule_time\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\x10nextScheduleTime\x12+\n" +
+	"\x11observed_schedule\x18\x16 \x01(\tR\x10observedSchedule\x12R\n" +
+	"\x17observed_schedule_since\x18\x17 \x01(\v2\x1a.google.protobuf.TimestampR\x15observedScheduleSince\"i\n" +
 	"\n" +
 	"PendingRun\x12A\n" +
 	"\x0escheduled_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\rscheduledTime\x12\x18\n" +
@@ -630,12 +655,13 @@ var file_jobplane_v1_cronjob_proto_depIdxs = []int32{
 	9,  // 8: jobplane.v1.CronJobStatus.last_successful_time:type_name -> google.protobuf.Timestamp
 	5,  // 9: jobplane.v1.CronJobStatus.pending_runs:type_name -> jobplane.v1.PendingRun
 	9,  // 10: jobplane.v1.CronJobStatus.next_schedule_time:type_name -> google.protobuf.Timestamp
-	9,  // 11: jobplane.v1.PendingRun.scheduled_time:type_name -> google.protobuf.Timestamp
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	9,  // 11: jobplane.v1.CronJobStatus.observed_schedule_since:type_name -> google.protobuf.Timestamp
+	9,  // 12: jobplane.v1.PendingRun.scheduled_time:type_name -> google.protobuf.Timestamp
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_jobplane_v1_cronjob_proto_init() }

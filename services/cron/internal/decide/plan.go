@@ -1,0 +1,84 @@
+// Package decide is the cron service's decision as a pure function: from a
+// CronJob, the Jobs of its namespace and the current time, what one sync
+// does (Jobs to create and delete, events, the next status, when to look
+// again). No I/O, no clock: the same input gives the same plan. The
+// controller performs it; PlanCronJob exposes it.
+//
+// Without extension fields a sync is the reference's (k8s.io/kubernetes
+// v1.36.3 pkg/controller/cronjob: cleanupFinishedJobs then syncCronJob),
+// except for the reference's faults listed in the contract (cronjob.proto,
+// cron_service.proto), which are fixed here.
+package decide
+
+import (
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jobplane/jobplane/lib/cronapi"
+)
+
+// Input is what a sync reads.
+type Input struct {
+	// CronJob with its status; not modified.
+	CronJob *cronapi.CronJob
+	// Jobs of the CronJob's namespace; those whose controller owner
+	// reference has the CronJob's UID are its own. Not modified.
+	Jobs []*batchv1.Job
+	// Now is the current time.
+	Now time.Time
+	// Local is the zone of a CronJob without spec.timeZone (the service's
+	// own, as the reference uses kube-controller-manager's).
+	Local *time.Location
+}
+
+// Plan is what a sync decides. The performer runs the actions in order
+// (deletions, then creations), then writes Status when UpdateStatus.
+type Plan struct {
+	Actions []Action
+	// Status once every action succeeds. Active references to Jobs still
+	// to be created have no UID: the performer sets it from the created Job,
+	// and drops the reference (and restores LastScheduleTime) when the
+	// creation fails.
+	Status cronapi.CronJobStatus
+	// UpdateStatus says Status differs from the input's and must be written.
+	UpdateStatus bool
+	// RequeueAfter is when to sync again; nil means only on a change.
+	RequeueAfter *time.Duration
+	// MissedRuns are the scheduled times given up on by this sync.
+	MissedRuns []time.Time
+	// Summary says in a sentence what the sync decided.
+	Summary string
+}
+
+// Action is one step. Exactly one of Create, Delete and Event is set.
+type Action struct {
+	// Reason is machine-readable, in the reference's vocabulary where it
+	// has one.
+	Reason string
+	// Explanation is a sentence saying why.
+	Explanation string
+
+	Create *CreateJob
+	Delete *corev1.ObjectReference
+	Event  *Event
+}
+
+// CreateJob is a Job to create.
+type CreateJob struct {
+	// Job is complete: deterministic name, namespace, template, annotations,
+	// controller owner reference.
+	Job           *batchv1.Job
+	ScheduledTime time.Time
+	// Trigger is cronapi.TriggerSchedule, TriggerCatchUp, TriggerManual or
+	// TriggerBackfill.
+	Trigger string
+}
+
+// Event is an event to record on the CronJob.
+type Event struct {
+	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason  string
+	Message string
+}
