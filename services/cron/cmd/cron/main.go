@@ -15,7 +15,7 @@ func main() {
 		Name:   "cron",
 		Server: grpcserver.Defaults("127.0.0.1:50053", "127.0.0.1:9093"),
 		Setup: func(_ context.Context, srv *grpcserver.Server, _ *slog.Logger) error {
-			srv.RegisterService(&jobplanev1.CronService_ServiceDesc, svc.NewCronService())
+			srv.RegisterService(&jobplanev1.CronService_ServiceDesc, svc.NewCronService(svc.Config{}))
 			return nil
 		},
 	}.Main()

@@ -5,11 +5,14 @@ package svc
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/services/cron/internal/schedule"
@@ -21,15 +24,45 @@ const (
 	maxPreviewCount     = 1000
 )
 
+// Config is what the service works with. A zero Config serves the pure
+// RPCs only (PreviewSchedule, PlanCronJob); the others answer UNAVAILABLE.
+type Config struct {
+	// CronJobs reads and writes cronjobs.jobplane.dev.
+	CronJobs dynamic.NamespaceableResourceInterface
+	// Kube reads Jobs (WatchJobInstances).
+	Kube kubernetes.Interface
+	// Runs performs manual and backfilled runs (the controller, while this
+	// replica leads).
+	Runs Runs
+	// Local is the zone of a CronJob without spec.timeZone.
+	Local *time.Location
+	Log   *slog.Logger
+}
+
+// Runs starts runs outside the schedule; the controller implements it.
+type Runs interface {
+	Trigger(ctx context.Context, namespace, name string, ignoreConcurrencyPolicy bool) (*jobplanev1.TriggerCronJobResponse, error)
+	Backfill(ctx context.Context, req *jobplanev1.BackfillCronJobRequest) (*jobplanev1.BackfillCronJobResponse, error)
+}
+
 // CronService implements jobplane.v1.CronService.
 type CronService struct {
 	jobplanev1.UnimplementedCronServiceServer
+	cfg Config
 }
 
 var _ jobplanev1.CronServiceServer = (*CronService)(nil)
 
 // NewCronService returns the service.
-func NewCronService() *CronService { return &CronService{} }
+func NewCronService(cfg Config) *CronService {
+	if cfg.Local == nil {
+		cfg.Local = time.Local
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &CronService{cfg: cfg}
+}
 
 // PreviewSchedule lists the next run times of a schedule.
 func (s *CronService) PreviewSchedule(_ context.Context, req *jobplanev1.PreviewScheduleRequest) (*jobplanev1.PreviewScheduleResponse, error) {

@@ -18,7 +18,7 @@ import (
 
 func client(t *testing.T) jobplanev1.CronServiceClient {
 	srv := grpctest.Start(t, func(s *grpcserver.Server) {
-		s.RegisterService(&jobplanev1.CronService_ServiceDesc, svc.NewCronService())
+		s.RegisterService(&jobplanev1.CronService_ServiceDesc, svc.NewCronService(svc.Config{}))
 	})
 	return jobplanev1.NewCronServiceClient(srv.Conn)
 }
