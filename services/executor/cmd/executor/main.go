@@ -22,10 +22,10 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/leader"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/controller"
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
-	"github.com/jobplane/jobplane/lib/leader"
 	"github.com/jobplane/jobplane/services/executor/internal/plannerclient"
 	"github.com/jobplane/jobplane/services/executor/internal/svc"
 )

@@ -34,6 +34,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/keyedmutex"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 	"github.com/jobplane/jobplane/services/executor/internal/jobstate"
@@ -90,7 +91,7 @@ type Controller struct {
 	metrics  *Metrics
 	// syncing serialises the syncs of one Job between the workers and the
 	// SyncJob and Execute RPCs.
-	syncing keyedMutex
+	syncing keyedmutex.Mutex
 }
 
 // New builds a controller and registers its informer handlers.
@@ -234,7 +235,7 @@ func (c *Controller) SyncJob(ctx context.Context, namespace, name string) (*plan
 // sync is one sync of the Job of key: the plan, the outcome of each action
 // and the Job after. A failed action is an error, so the key is retried.
 func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcomes []*jobplanev1.ActionOutcome, after *batchv1.Job, err error) {
-	unlock := c.syncing.lock(key)
+	unlock := c.syncing.Lock(key)
 	defer unlock()
 	ctx = fairlimit.WithKey(ctx, key)
 	start := c.cfg.Clock.Now()
@@ -300,7 +301,7 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 // Execute performs a caller-supplied plan on the Job, for the Execute RPC.
 func (c *Controller) Execute(ctx context.Context, namespace, name string, uid types.UID, p *plan.Plan) ([]*jobplanev1.ActionOutcome, *batchv1.Job, error) {
 	key := namespace + "/" + name
-	unlock := c.syncing.lock(key)
+	unlock := c.syncing.Lock(key)
 	defer unlock()
 	ctx = fairlimit.WithKey(ctx, key)
 	job, err := c.cfg.Client.BatchV1().Jobs(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -341,38 +342,4 @@ func isFinished(job *batchv1.Job) bool {
 		}
 	}
 	return false
-}
-
-// keyedMutex is one mutex per key, dropped when unused.
-type keyedMutex struct {
-	mu    sync.Mutex
-	locks map[string]*keyLock
-}
-
-type keyLock struct {
-	sync.Mutex
-	users int
-}
-
-func (k *keyedMutex) lock(key string) (unlock func()) {
-	k.mu.Lock()
-	if k.locks == nil {
-		k.locks = map[string]*keyLock{}
-	}
-	l, ok := k.locks[key]
-	if !ok {
-		l = &keyLock{}
-		k.locks[key] = l
-	}
-	l.users++
-	k.mu.Unlock()
-	l.Lock()
-	return func() {
-		l.Unlock()
-		k.mu.Lock()
-		if l.users--; l.users == 0 {
-			delete(k.locks, key)
-		}
-		k.mu.Unlock()
-	}
 }

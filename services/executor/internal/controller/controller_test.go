@@ -118,9 +118,7 @@ func TestSyncsOfOneJobAreSerialised(t *testing.T) {
 	if p.maxOf["job"] != 1 {
 		t.Errorf("%d syncs of job in flight at once, want 1", p.maxOf["job"])
 	}
-	f.c.syncing.mu.Lock()
-	defer f.c.syncing.mu.Unlock()
-	if n := len(f.c.syncing.locks); n != 0 {
+	if n := f.c.syncing.Len(); n != 0 {
 		t.Errorf("%d per-Job locks left after the syncs, want 0", n)
 	}
 }
