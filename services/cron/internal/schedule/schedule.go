@@ -19,6 +19,9 @@ import (
 type Schedule struct {
 	cron cron.Schedule
 	loc  *time.Location
+	// wall is set when a daylight-saving policy other than robfig's applies
+	// (see WithDaylightSaving): the schedule read on a naive wall clock.
+	wall *wallClock
 }
 
 // Field paths used in violations, relative to the message holding the
@@ -32,6 +35,12 @@ type Fields struct {
 // zone of the process (the reference uses kube-controller-manager's). Every
 // problem is returned as a violation of fields, with the apiserver's messages.
 func Parse(spec string, timeZone *string, fields Fields) (Schedule, apierr.Violations) {
+	return ParseIn(spec, timeZone, time.Local, fields)
+}
+
+// ParseIn is Parse with the zone of a schedule without timeZone given, so
+// that pure callers never read the process's time.Local.
+func ParseIn(spec string, timeZone *string, local *time.Location, fields Fields) (Schedule, apierr.Violations) {
 	var v apierr.Violations
 	if spec == "" {
 		v.Add(fields.Schedule, "Required value")
@@ -43,7 +52,7 @@ func Parse(spec string, timeZone *string, fields Fields) (Schedule, apierr.Viola
 			v.Add(fields.Schedule, "Invalid value: %q: cannot use TZ or CRON_TZ in schedule, use timeZone field instead", spec)
 		}
 	}
-	loc, tzViolation := loadTimeZone(timeZone)
+	loc, tzViolation := loadTimeZone(timeZone, local)
 	if tzViolation != "" {
 		v.Add(fields.TimeZone, "%s", tzViolation)
 	}
@@ -60,7 +69,47 @@ func Parse(spec string, timeZone *string, fields Fields) (Schedule, apierr.Viola
 		v.Add(fields.Schedule, "Invalid value: %q: %v", spec, err)
 		return Schedule{}, v
 	}
-	return Schedule{cron: s, loc: loc}, nil
+	return inZone(s, loc), nil
+}
+
+// ParseReference parses spec as the reference's sync does
+// (ParseCronScheduleWithPanicRecovery of formatSchedule's output), without
+// the apiserver's rules: a TZ= or CRON_TZ= prefix is honoured by robfig, and
+// a spec without one is read in loc. The error is robfig's (or "invalid
+// schedule format: ..." for a spec that makes robfig panic), as the
+// reference's events quote it.
+func ParseReference(spec string, loc *time.Location) (Schedule, error) {
+	s, err := parseStandard(spec)
+	if err != nil {
+		return Schedule{}, err
+	}
+	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
+		if spec, ok := s.(*cron.SpecSchedule); ok {
+			return Schedule{cron: s, loc: spec.Location}, nil
+		}
+	}
+	return inZone(s, loc), nil
+}
+
+// LoadZone loads the IANA zone name as the reference's sync checks it
+// (time.LoadLocation, so "" is UTC), except that "Local" is local: the zone
+// of the service, given rather than read from the process.
+func LoadZone(name string, local *time.Location) (*time.Location, error) {
+	if name == "Local" {
+		return local, nil
+	}
+	return time.LoadLocation(name)
+}
+
+// inZone reads a parsed schedule in loc. robfig reads a spec without TZ= in
+// time.Local; a copy with loc keeps the caller's zone explicit.
+func inZone(s cron.Schedule, loc *time.Location) Schedule {
+	if spec, ok := s.(*cron.SpecSchedule); ok {
+		inLoc := *spec
+		inLoc.Location = loc
+		return Schedule{cron: &inLoc, loc: loc}
+	}
+	return Schedule{cron: s, loc: loc}
 }
 
 // parseStandard is robfig's ParseStandard, whose panics on some inputs become
@@ -80,9 +129,9 @@ var validTimeZoneCharacters = regexp.MustCompile(`^[A-Za-z\.\-_0-9+]{1,14}$`)
 
 // loadTimeZone applies the apiserver's timeZone validation and loads the
 // zone; a non-empty second result is the violation.
-func loadTimeZone(timeZone *string) (*time.Location, string) {
+func loadTimeZone(timeZone *string, local *time.Location) (*time.Location, string) {
 	if timeZone == nil {
-		return time.Local, ""
+		return local, ""
 	}
 	tz := *timeZone
 	if tz == "" {
@@ -110,7 +159,17 @@ func (s Schedule) Location() *time.Location { return s.loc }
 // time when it never fires (robfig gives up after five years, for example for
 // "0 0 30 2 *").
 func (s Schedule) Next(t time.Time) time.Time {
+	if s.wall != nil {
+		return s.wall.next(t)
+	}
 	return s.cron.Next(t.In(s.loc))
+}
+
+// IsEvery says whether the schedule is an "@every" interval, which counts
+// elapsed time rather than reading a wall clock.
+func (s Schedule) IsEvery() bool {
+	_, ok := s.cron.(cron.ConstantDelaySchedule)
+	return ok
 }
 
 // NextN lists up to n times the schedule fires strictly after from, earliest
