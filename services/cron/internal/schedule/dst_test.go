@@ -55,7 +55,7 @@ func TestDefaultDaylightSavingPoliciesKeepRobfig(t *testing.T) {
 func TestDaylightSavingPolicies(t *testing.T) {
 	cases := []struct {
 		name, spec, zone, skipped, repeated, from string
-		want                                       []string
+		want                                      []string
 	}{
 		// New York springs forward 2026-03-08 02:00 EST -> 03:00 EDT (07:00Z).
 		{"NY gap runs at the change", "30 2 * * *", "America/New_York", "RunAtNextValidTime", "", "2026-03-07T00:00:00Z",
