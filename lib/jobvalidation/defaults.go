@@ -50,12 +50,26 @@ func DefaultJob(job *batchv1.Job) {
 	if spec.ManualSelector == nil {
 		spec.ManualSelector = ptr.To(false)
 	}
-	if spec.PodFailurePolicy != nil {
-		for i := range spec.PodFailurePolicy.Rules {
-			for j := range spec.PodFailurePolicy.Rules[i].OnPodConditions {
-				if p := &spec.PodFailurePolicy.Rules[i].OnPodConditions[j]; p.Status == "" {
-					p.Status = corev1.ConditionTrue
-				}
+	defaultPodFailurePolicy(spec)
+}
+
+// DefaultJobTemplate applies the defaults the API server gives a CronJob's
+// Job template, in place: of the Job's own, only those of nested types (a
+// template is not a Job, SetDefaults_Job does not run on it).
+func DefaultJobTemplate(template *batchv1.JobTemplateSpec) {
+	defaultPodFailurePolicy(&template.Spec)
+}
+
+// defaultPodFailurePolicy sets the status of onPodConditions patterns
+// (SetDefaults_PodFailurePolicyOnPodConditionsPattern).
+func defaultPodFailurePolicy(spec *batchv1.JobSpec) {
+	if spec.PodFailurePolicy == nil {
+		return
+	}
+	for i := range spec.PodFailurePolicy.Rules {
+		for j := range spec.PodFailurePolicy.Rules[i].OnPodConditions {
+			if p := &spec.PodFailurePolicy.Rules[i].OnPodConditions[j]; p.Status == "" {
+				p.Status = corev1.ConditionTrue
 			}
 		}
 	}

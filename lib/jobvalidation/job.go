@@ -164,6 +164,22 @@ func validateHasLabel(meta metav1.ObjectMeta, fldPath *field.Path, key, expected
 	return nil
 }
 
+// ValidateJobTemplateSpec checks the Job template of a CronJob as the API
+// server does (batch ValidateJobTemplateSpec): the Job spec under fldPath's
+// spec, by the checks a Job's spec gets, with a selector left to generate.
+// The template's metadata is not checked, as in the reference.
+func ValidateJobTemplateSpec(template *batchv1.JobTemplateSpec, fldPath *field.Path) field.ErrorList {
+	specPath := fldPath.Child("spec")
+	allErrs := validateJobSpec(&template.Spec, specPath)
+	if template.Spec.Selector != nil {
+		allErrs = append(allErrs, field.Invalid(specPath.Child("selector"), template.Spec.Selector, "`selector` will be auto-generated"))
+	}
+	if template.Spec.ManualSelector != nil && *template.Spec.ManualSelector {
+		allErrs = append(allErrs, field.NotSupported(specPath.Child("manualSelector"), template.Spec.ManualSelector, []string{"nil", "false"}))
+	}
+	return allErrs
+}
+
 func validateJobSpecWithSelector(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
 	allErrs := validateJobSpec(spec, fldPath)
 	if spec.Selector == nil {
