@@ -11,6 +11,7 @@
 package decide
 
 import (
+	"errors"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -38,16 +39,24 @@ type Input struct {
 type Plan struct {
 	Actions []Action
 	// Status once every action succeeds. Active references to Jobs still
-	// to be created have no UID: the performer sets it from the created Job,
-	// and drops the reference (and restores LastScheduleTime) when the
-	// creation fails.
+	// to be created have no UID. It equals BaseStatus with ApplyCreated
+	// applied to every creation, each with its Job as planned.
 	Status cronapi.CronJobStatus
+	// BaseStatus is the status after everything but the creations. The
+	// performer starts from a copy of it and calls ApplyCreated for each
+	// creation that succeeded, so a failed creation leaves its Job out of
+	// active, lastScheduleTime unchanged and its pending run queued.
+	BaseStatus cronapi.CronJobStatus
 	// UpdateStatus says Status differs from the input's and must be written.
 	UpdateStatus bool
 	// RequeueAfter is when to sync again; nil means only on a change.
 	RequeueAfter *time.Duration
-	// MissedRuns are the scheduled times given up on by this sync.
+	// MissedRuns are the scheduled times given up on by this sync, oldest
+	// first, at most maxListedMissedRuns.
 	MissedRuns []time.Time
+	// Skipped are the times a backfill left out because their Job exists or
+	// they are already pending.
+	Skipped []time.Time
 	// Summary says in a sentence what the sync decided.
 	Summary string
 }
@@ -74,6 +83,9 @@ type CreateJob struct {
 	// Trigger is cronapi.TriggerSchedule, TriggerCatchUp, TriggerManual or
 	// TriggerBackfill.
 	Trigger string
+	// FromPending says the run was taken from status.pendingRuns: once
+	// created it leaves the queue.
+	FromPending bool
 }
 
 // Event is an event to record on the CronJob.
@@ -82,3 +94,15 @@ type Event struct {
 	Reason  string
 	Message string
 }
+
+// Errors of Trigger and Backfill, to be matched with errors.Is.
+var (
+	// ErrConcurrencyPolicy: the concurrency policy forbids the run now.
+	ErrConcurrencyPolicy = errors.New("the concurrency policy forbids the run")
+	// ErrDeleting: the CronJob is being deleted.
+	ErrDeleting = errors.New("the CronJob is being deleted")
+	// ErrInvalidBackfill: the backfill request is invalid.
+	ErrInvalidBackfill = errors.New("invalid backfill")
+	// ErrInvalidSchedule: the CronJob's schedule or time zone cannot be read.
+	ErrInvalidSchedule = errors.New("invalid schedule")
+)

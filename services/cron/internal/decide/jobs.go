@@ -1,0 +1,147 @@
+package decide
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/jobplane/jobplane/lib/cronapi"
+)
+
+// JobName is the name of the run scheduled at t: minutes since the epoch, as
+// the reference names it, so a scheduled time is created at most once.
+func JobName(cronJobName string, scheduled time.Time) string {
+	return fmt.Sprintf("%s-%d", cronJobName, scheduled.Unix()/60)
+}
+
+// ManualJobName is the name of a run triggered at now: seconds in base 36
+// after an "m", so two triggers in the same second are one run and no name
+// collides with a scheduled run's.
+func ManualJobName(cronJobName string, now time.Time) string {
+	return cronJobName + "-m" + strconv.FormatInt(now.Unix(), 36)
+}
+
+// buildJob is the reference's getJobFromTemplate2, complete: the namespace
+// is set, the owner is a jobplane CronJob, and runs not started by the
+// schedule say why in an annotation. zone is the CronJob's (the
+// scheduled-timestamp annotation is written in it).
+func buildJob(cj *cronapi.CronJob, name string, scheduled time.Time, trigger string, zone *time.Location) *batchv1.Job {
+	template := &cj.Spec.JobTemplate
+	labels := map[string]string{}
+	maps.Copy(labels, template.Labels)
+	annotations := map[string]string{}
+	maps.Copy(annotations, template.Annotations)
+	annotations[batchv1.CronJobScheduledTimestampAnnotation] = scheduled.In(zone).Format(time.RFC3339)
+	if trigger != cronapi.TriggerSchedule {
+		annotations[cronapi.TriggerAnnotation] = trigger
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              name,
+			Namespace:         cj.Namespace,
+			Labels:            labels,
+			Annotations:       annotations,
+			CreationTimestamp: metav1.Time{Time: scheduled},
+			OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(cj, cronapi.GroupVersionKind)},
+		},
+	}
+	template.Spec.DeepCopyInto(&job.Spec)
+	return job
+}
+
+// jobRef is the active-list reference to a Job, as the reference's getRef
+// makes it.
+func jobRef(job *batchv1.Job) corev1.ObjectReference {
+	return corev1.ObjectReference{
+		Kind:            "Job",
+		APIVersion:      "batch/v1",
+		Namespace:       job.Namespace,
+		Name:            job.Name,
+		UID:             job.UID,
+		ResourceVersion: job.ResourceVersion,
+	}
+}
+
+// ownedJobs are the Jobs whose controller owner reference carries the
+// CronJob's UID, by name. Matching the UID, not the name as the reference
+// does, keeps a recreated CronJob from adopting its predecessor's Jobs.
+func ownedJobs(cj *cronapi.CronJob, jobs []*batchv1.Job) []*batchv1.Job {
+	var owned []*batchv1.Job
+	for _, job := range jobs {
+		if ref := metav1.GetControllerOf(job); ref != nil && ref.UID == cj.UID && job.Namespace == cj.Namespace {
+			owned = append(owned, job)
+		}
+	}
+	slices.SortFunc(owned, func(a, b *batchv1.Job) int { return strings.Compare(a.Name, b.Name) })
+	return owned
+}
+
+// finishedCondition is the Job's Complete or Failed condition type when it
+// is true.
+func finishedCondition(job *batchv1.Job) (bool, batchv1.JobConditionType) {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true, c.Type
+		}
+	}
+	return false, ""
+}
+
+func isFinished(job *batchv1.Job) bool {
+	finished, _ := finishedCondition(job)
+	return finished
+}
+
+// byJobStartTime orders Jobs by start time, unstarted last, names breaking
+// ties: the reference's order for history cleanup.
+func byJobStartTime(a, b *batchv1.Job) int {
+	switch {
+	case a.Status.StartTime == nil && b.Status.StartTime != nil:
+		return 1
+	case a.Status.StartTime != nil && b.Status.StartTime == nil:
+		return -1
+	case a.Status.StartTime.Equal(b.Status.StartTime):
+		return strings.Compare(a.Name, b.Name)
+	case a.Status.StartTime.Before(b.Status.StartTime):
+		return -1
+	}
+	return 1
+}
+
+// findJob is the Job of that name among jobs, or nil.
+func findJob(jobs []*batchv1.Job, name string) *batchv1.Job {
+	for _, job := range jobs {
+		if job.Name == name {
+			return job
+		}
+	}
+	return nil
+}
+
+func inActiveList(status *cronapi.CronJobStatus, uid types.UID) bool {
+	return slices.ContainsFunc(status.Active, func(r corev1.ObjectReference) bool { return r.UID == uid })
+}
+
+func inActiveListByName(status *cronapi.CronJobStatus, namespace, name string) bool {
+	return slices.ContainsFunc(status.Active, func(r corev1.ObjectReference) bool {
+		return r.Name == name && r.Namespace == namespace
+	})
+}
+
+func deleteFromActiveList(status *cronapi.CronJobStatus, uid types.UID) {
+	active := []corev1.ObjectReference{}
+	for _, r := range status.Active {
+		if r.UID != uid {
+			active = append(active, r)
+		}
+	}
+	status.Active = active
+}
