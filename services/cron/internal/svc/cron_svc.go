@@ -78,16 +78,18 @@ func (s *CronService) PreviewSchedule(_ context.Context, req *jobplanev1.Preview
 	case count < 0 || count > maxPreviewCount:
 		v.Add("count", "Invalid value: %d: must be between 1 and %d", count, maxPreviewCount)
 	}
-	if req.GetFrom() == nil {
-		v.Add("from", "Required value")
-	} else if err := req.GetFrom().CheckValid(); err != nil {
-		v.Add("from", "Invalid value: %v", err)
+	from := time.Now()
+	if req.GetFrom() != nil {
+		if err := req.GetFrom().CheckValid(); err != nil {
+			v.Add("from", "Invalid value: %v", err)
+		}
+		from = req.GetFrom().AsTime()
 	}
 	if err := v.Err("invalid PreviewSchedule request"); err != nil {
 		return nil, err
 	}
 	resp := &jobplanev1.PreviewScheduleResponse{}
-	for _, t := range sched.NextN(req.GetFrom().AsTime(), count) {
+	for _, t := range sched.NextN(from, count) {
 		resp.Runs = append(resp.Runs, &jobplanev1.ScheduledRun{
 			Time:      timestamppb.New(t),
 			LocalTime: t.In(sched.Location()).Format(time.RFC3339),
@@ -103,31 +105,6 @@ func (s *CronService) PreviewSchedule(_ context.Context, req *jobplanev1.Preview
 func notYet(rpc string) error {
 	return status.Errorf(codes.Unimplemented,
 		"%s is not implemented yet: the cron service's CronJob store and scheduling loop are still to be built (only PreviewSchedule works today)", rpc)
-}
-
-// CreateCronJob is not implemented yet.
-func (s *CronService) CreateCronJob(context.Context, *jobplanev1.CreateCronJobRequest) (*jobplanev1.CreateCronJobResponse, error) {
-	return nil, notYet("CreateCronJob")
-}
-
-// GetCronJob is not implemented yet.
-func (s *CronService) GetCronJob(context.Context, *jobplanev1.GetCronJobRequest) (*jobplanev1.GetCronJobResponse, error) {
-	return nil, notYet("GetCronJob")
-}
-
-// ListCronJobs is not implemented yet.
-func (s *CronService) ListCronJobs(context.Context, *jobplanev1.ListCronJobsRequest) (*jobplanev1.ListCronJobsResponse, error) {
-	return nil, notYet("ListCronJobs")
-}
-
-// UpdateCronJob is not implemented yet.
-func (s *CronService) UpdateCronJob(context.Context, *jobplanev1.UpdateCronJobRequest) (*jobplanev1.UpdateCronJobResponse, error) {
-	return nil, notYet("UpdateCronJob")
-}
-
-// DeleteCronJob is not implemented yet.
-func (s *CronService) DeleteCronJob(context.Context, *jobplanev1.DeleteCronJobRequest) (*jobplanev1.DeleteCronJobResponse, error) {
-	return nil, notYet("DeleteCronJob")
 }
 
 // TriggerCronJob is not implemented yet.

@@ -2,6 +2,7 @@ package svc_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,10 +77,10 @@ func TestPreviewScheduleRejectsBadInputWithFieldViolations(t *testing.T) {
 		{"TZ in schedule", &jobplanev1.PreviewScheduleRequest{Schedule: "TZ=UTC 0 * * * *", From: now}, []string{"schedule"}},
 		{"Local zone", &jobplanev1.PreviewScheduleRequest{Schedule: "0 * * * *", TimeZone: "Local", From: now}, []string{"timeZone"}},
 		{"unknown zone", &jobplanev1.PreviewScheduleRequest{Schedule: "0 * * * *", TimeZone: "Moon/Base", From: now}, []string{"timeZone"}},
-		{"missing from", &jobplanev1.PreviewScheduleRequest{Schedule: "0 * * * *"}, []string{"from"}},
+		{"invalid from", &jobplanev1.PreviewScheduleRequest{Schedule: "0 * * * *", From: &timestamppb.Timestamp{Nanos: -1}}, []string{"from"}},
 		{"count too large", &jobplanev1.PreviewScheduleRequest{Schedule: "0 * * * *", From: now, Count: 1001}, []string{"count"}},
 		{"negative count", &jobplanev1.PreviewScheduleRequest{Schedule: "0 * * * *", From: now, Count: -1}, []string{"count"}},
-		{"everything wrong", &jobplanev1.PreviewScheduleRequest{Schedule: "nope", TimeZone: "Local", Count: 5000}, []string{"count", "from", "schedule", "timeZone"}},
+		{"everything wrong", &jobplanev1.PreviewScheduleRequest{Schedule: "nope", TimeZone: "Local", Count: 5000, From: &timestamppb.Timestamp{Seconds: -1 << 62}}, []string{"count", "from", "schedule", "timeZone"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,12 +106,50 @@ func TestPreviewScheduleRejectsBadInputWithFieldViolations(t *testing.T) {
 	}
 }
 
-func TestUnbuiltRPCsSayWhatIsMissing(t *testing.T) {
-	_, err := client(t).CreateCronJob(context.Background(), &jobplanev1.CreateCronJobRequest{})
-	if status.Code(err) != codes.Unimplemented {
-		t.Fatalf("got %v", err)
+func TestPreviewScheduleStartsFromNowByDefault(t *testing.T) {
+	before := time.Now()
+	resp, err := client(t).PreviewSchedule(context.Background(), &jobplanev1.PreviewScheduleRequest{Schedule: "@every 1m", Count: 2})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if msg := status.Convert(err).Message(); len(msg) < 40 {
-		t.Errorf("message does not say what is missing: %q", msg)
+	runs := resp.GetRuns()
+	if len(runs) != 2 {
+		t.Fatalf("runs %v", runs)
+	}
+	first := runs[0].GetTime().AsTime()
+	if !first.After(before) || first.After(time.Now().Add(time.Minute)) {
+		t.Errorf("first run at %v, want within a minute after %v", first, before)
+	}
+}
+
+func TestCronJobRPCsWithoutAClusterAreUnavailable(t *testing.T) {
+	c := client(t)
+	ctx := context.Background()
+	calls := map[string]func() error{
+		"CreateCronJob": func() error {
+			_, err := c.CreateCronJob(ctx, &jobplanev1.CreateCronJobRequest{CronJob: validCronJob("team-a", "nightly")})
+			return err
+		},
+		"GetCronJob": func() error {
+			_, err := c.GetCronJob(ctx, &jobplanev1.GetCronJobRequest{Namespace: "team-a", Name: "nightly"})
+			return err
+		},
+		"ListCronJobs": func() error { _, err := c.ListCronJobs(ctx, &jobplanev1.ListCronJobsRequest{}); return err },
+		"UpdateCronJob": func() error {
+			_, err := c.UpdateCronJob(ctx, &jobplanev1.UpdateCronJobRequest{CronJob: validCronJob("team-a", "nightly")})
+			return err
+		},
+		"DeleteCronJob": func() error {
+			_, err := c.DeleteCronJob(ctx, &jobplanev1.DeleteCronJobRequest{Namespace: "team-a", Name: "nightly"})
+			return err
+		},
+	}
+	for rpc, call := range calls {
+		err := call()
+		if status.Code(err) != codes.Unavailable {
+			t.Errorf("%s: got %v, want Unavailable", rpc, err)
+		} else if msg := status.Convert(err).Message(); !strings.Contains(msg, rpc) {
+			t.Errorf("%s: message does not name the RPC: %q", rpc, msg)
+		}
 	}
 }
