@@ -39,6 +39,11 @@ rules:
   - apiGroups: [jobplane.dev]
     resources: [cronjobs, cronjobs/trigger, cronjobs/backfill]
     verbs: [get, list, watch, create, update, delete]
+  # cron hands runs to the executor as itself: anonymous here, on loopback.
+  # Its Jobs' owner references block their CronJob's deletion.
+  - apiGroups: [jobplane.dev]
+    resources: [cronjobs/finalizers]
+    verbs: [update]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -48,6 +53,10 @@ subjects:
   - {kind: User, apiGroup: rbac.authorization.k8s.io, name: "system:anonymous"}
   - {kind: ServiceAccount, name: jobplane-dev, namespace: default}
 YAML
+
+# jobplane's CronJobs are a custom resource.
+"${kubectl}" --kubeconfig "${kubeconfig}" apply -f deploy/kubernetes/05-crd-cronjobs.yaml >/dev/null
+"${kubectl}" --kubeconfig "${kubeconfig}" wait --for condition=established --timeout 60s crd/cronjobs.jobplane.dev >/dev/null
 
 logs="${JOBPLANE_CACHE}/run"
 mkdir -p "${logs}"
@@ -127,6 +136,23 @@ the namespace default only. From ${root}, in another terminal:
   # The same with kubectl: spec.managedBy hands a Job to jobplane.
   ${kubectl} --kubeconfig ${kubeconfig} apply -f deploy/examples/job.yaml
   ${kubectl} --kubeconfig ${kubeconfig} get job example-kubectl -w
+
+  # CronJobs: create one from a file (every minute), preview its schedule,
+  # run it now, follow the Jobs it emits (scheduled and manual), read it:
+  bin/grpcurl -plaintext -d @ 127.0.0.1:50053 jobplane.v1.CronService/CreateCronJob < deploy/examples/create-cronjob.json
+  bin/grpcurl -plaintext -d '{"schedule":"* * * * *","timeZone":"Etc/UTC","count":3}' 127.0.0.1:50053 jobplane.v1.CronService/PreviewSchedule
+  bin/grpcurl -plaintext -d '{"namespace":"default","name":"example-every-minute"}' 127.0.0.1:50053 jobplane.v1.CronService/TriggerCronJob
+  bin/grpcurl -plaintext -d '{"namespace":"default","cronJobName":"example-every-minute"}' 127.0.0.1:50053 jobplane.v1.CronService/WatchJobInstances
+  bin/grpcurl -plaintext -d '{"namespace":"default","name":"example-every-minute"}' 127.0.0.1:50053 jobplane.v1.CronService/GetCronJob
+  bin/grpcurl -plaintext -d '{"namespace":"default","name":"example-every-minute"}' 127.0.0.1:50053 jobplane.v1.CronService/DeleteCronJob
+
+  # Or with kubectl (catch-up, BufferOne, jitter; short name jcj):
+  ${kubectl} --kubeconfig ${kubeconfig} apply -f deploy/examples/cronjob.yaml
+  ${kubectl} --kubeconfig ${kubeconfig} get jcj -w
+
+  # The decision alone, for a platform keeping its own schedules: a
+  # CronJob, its Jobs and the time in, the sync's plan out (nothing stored):
+  bin/grpcurl -plaintext -d @ 127.0.0.1:50053 jobplane.v1.CronService/PlanCronJob < services/cron/testdata/plancronjob.json
 
   # The next runs of a schedule in a time zone (across the 2026 daylight-saving change):
   bin/grpcurl -plaintext -d '{"schedule":"30 9 * * MON-FRI","timeZone":"Europe/Paris","from":"2026-03-26T00:00:00Z","count":4}' 127.0.0.1:50053 jobplane.v1.CronService/PreviewSchedule

@@ -198,3 +198,25 @@ func (c *CronJob) MaxRuns() int {
 	}
 	return int(*c.Spec.CatchUp.MaxRuns)
 }
+
+// DeepCopy copies a spec (without it, batch/v1's would be promoted and drop
+// the extensions).
+func (s *CronJobSpec) DeepCopy() *CronJobSpec {
+	if s == nil {
+		return nil
+	}
+	out := &CronJobSpec{}
+	s.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopy copies a status (without it, batch/v1's would be promoted and
+// drop the extensions).
+func (s *CronJobStatus) DeepCopy() *CronJobStatus {
+	if s == nil {
+		return nil
+	}
+	out := &CronJobStatus{}
+	s.DeepCopyInto(out)
+	return out
+}

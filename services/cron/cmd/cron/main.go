@@ -1,22 +1,180 @@
-// Command cron serves jobplane.v1.CronService.
+// Command cron serves jobplane.v1.CronService and runs jobplane CronJobs:
+// informers, workers and leader election run beside gRPC in one lifecycle,
+// and every run is handed to the executor.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
+	"fmt"
 	"log/slog"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/auth"
+	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/leader"
+	"github.com/jobplane/jobplane/services/cron/internal/controller"
 	"github.com/jobplane/jobplane/services/cron/internal/svc"
 )
 
+// config is the cron service's own configuration (flags with CRON_*
+// environment fallbacks).
+type config struct {
+	executorAddr      string
+	executorCAFile    string
+	executorTokenFile string
+	workers           int
+	qps               float64
+	burst             int
+	leaderElect       bool
+	lease             leader.Config
+}
+
+func (c *config) registerFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.executorAddr, "executor-addr", "127.0.0.1:50052", "address of the ExecutorService, which creates and deletes the runs' Jobs")
+	fs.StringVar(&c.executorCAFile, "executor-ca-file", "", "PEM CA certificates of the executor's TLS certificate; empty calls it in plaintext (loopback only)")
+	fs.StringVar(&c.executorTokenFile, "executor-token-file", "", "file holding the bearer token to call the executor with (a projected service account token; read again every minute); empty sends none")
+	fs.IntVar(&c.workers, "workers", 5, "CronJobs synced at once")
+	fs.Float64Var(&c.qps, "kube-api-qps", 20, "Kubernetes API requests per second")
+	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
+	fs.BoolVar(&c.leaderElect, "leader-elect", true, "run the control loop only while holding a Lease")
+	fs.StringVar(&c.lease.Namespace, "leader-elect-namespace", "kube-system", "namespace of the Lease")
+	fs.StringVar(&c.lease.Name, "leader-elect-id", "jobplane-cron", "name of the Lease")
+	fs.DurationVar(&c.lease.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking an unrenewed Lease")
+	fs.DurationVar(&c.lease.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up")
+	fs.DurationVar(&c.lease.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "wait between Lease attempts")
+}
+
+func (c *config) validate() error {
+	var errs []error
+	if c.executorAddr == "" {
+		errs = append(errs, errors.New("executor-addr is required"))
+	}
+	if c.executorCAFile == "" && !grpcserver.IsLoopback(c.executorAddr) {
+		errs = append(errs, fmt.Errorf("executor-addr %q is not a loopback address: call it over TLS (executor-ca-file)", c.executorAddr))
+	}
+	if c.workers < 1 {
+		errs = append(errs, fmt.Errorf("workers must be positive, got %d", c.workers))
+	}
+	if c.qps <= 0 || c.burst < 1 {
+		errs = append(errs, fmt.Errorf("kube-api-qps and kube-api-burst must be positive, got %g and %d", c.qps, c.burst))
+	}
+	if c.leaderElect && !(c.lease.LeaseDuration > c.lease.RenewDeadline && c.lease.RenewDeadline > c.lease.RetryPeriod && c.lease.RetryPeriod > 0) {
+		errs = append(errs, errors.New("want leader-elect-lease-duration > leader-elect-renew-deadline > leader-elect-retry-period > 0"))
+	}
+	return errors.Join(errs...)
+}
+
 func main() {
+	var cfg config
 	grpcserver.Command{
 		Name:   "cron",
 		Server: grpcserver.Defaults("127.0.0.1:50053", "127.0.0.1:9093"),
-		Setup: func(_ context.Context, srv *grpcserver.Server, _ *slog.Logger) error {
-			srv.RegisterService(&jobplanev1.CronService_ServiceDesc, svc.NewCronService(svc.Config{}))
-			return nil
+		Flags:  cfg.registerFlags,
+		Setup: func(ctx context.Context, srv *grpcserver.Server, log *slog.Logger) error {
+			if err := cfg.validate(); err != nil {
+				return fmt.Errorf("invalid configuration: %w", err)
+			}
+			return setup(ctx, cfg, srv, log)
 		},
 	}.Main()
+}
+
+// setup builds the cron service; ctx ends when the server starts shutting
+// down.
+func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Logger) error {
+	metrics := controller.NewMetrics()
+	if err := metrics.Register(srv.Registry()); err != nil {
+		return err
+	}
+	restCfg, err := srv.KubeRESTConfig()
+	if err != nil {
+		return err
+	}
+	restCfg.UserAgent = "jobplane-cron"
+	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	conn, err := executorConn(cfg)
+	if err != nil {
+		return fmt.Errorf("executor client: %w", err)
+	}
+	cronJobs := dyn.Resource(cronapi.GroupVersionResource)
+	jobInformers := informers.NewSharedInformerFactory(kube, 0)
+	cronJobInformers := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	ctrl, err := controller.New(controller.Config{
+		Kube: kube, Informers: jobInformers, CronJobs: cronJobs, CronJobInformers: cronJobInformers,
+		Executor: jobplanev1.NewExecutorServiceClient(conn), Local: time.Local, Log: log, Metrics: metrics,
+	})
+	if err != nil {
+		return err
+	}
+	var elector *leader.Elector
+	if cfg.leaderElect {
+		hostname, _ := os.Hostname()
+		cfg.lease.Identity = hostname + "_" + string(uuid.NewUUID())
+		elector = leader.New(cfg.lease, kube, log)
+		ctrl.SetLeader(elector.Leader)
+	}
+	srv.RegisterService(&jobplanev1.CronService_ServiceDesc, svc.NewCronService(svc.Config{
+		CronJobs: cronJobs, Kube: kube, Runs: ctrl, Local: time.Local, Log: log, Done: ctx.Done(),
+	}))
+
+	srv.Go("informers", func(ctx context.Context) error {
+		jobInformers.Start(ctx.Done())
+		cronJobInformers.Start(ctx.Done())
+		<-ctx.Done()
+		jobInformers.Shutdown()
+		cronJobInformers.Shutdown()
+		return nil
+	})
+	srv.Go("controller", func(ctx context.Context) error {
+		defer conn.Close()
+		if elector == nil {
+			return ctrl.Run(ctx, cfg.workers)
+		}
+		return elector.Run(ctx, func(ctx context.Context) error { return ctrl.Run(ctx, cfg.workers) })
+	})
+	srv.AddReadinessCheck("caches", func(context.Context) error {
+		if !ctrl.HasSynced() {
+			return errors.New("the CronJob and Job caches have not synced")
+		}
+		return nil
+	})
+	return nil
+}
+
+// executorConn is the connection to the executor: TLS when a CA is given,
+// with the cron service's token when one is.
+func executorConn(cfg config) (*grpc.ClientConn, error) {
+	creds := insecure.NewCredentials()
+	if cfg.executorCAFile != "" {
+		var err error
+		if creds, err = auth.ClientTLS(cfg.executorCAFile); err != nil {
+			return nil, err
+		}
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if cfg.executorTokenFile != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(auth.TokenFile(cfg.executorTokenFile)))
+	}
+	return grpc.NewClient(cfg.executorAddr, opts...)
 }

@@ -106,3 +106,8 @@ var (
 	// ErrInvalidSchedule: the CronJob's schedule or time zone cannot be read.
 	ErrInvalidSchedule = errors.New("invalid schedule")
 )
+
+// ReasonReplace is the reason of the deletions the Replace concurrency
+// policy decides: the performer creates nothing more when one fails, as the
+// reference.
+const ReasonReplace = "Replace"

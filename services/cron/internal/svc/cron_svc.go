@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -37,6 +35,8 @@ type Config struct {
 	// Local is the zone of a CronJob without spec.timeZone.
 	Local *time.Location
 	Log   *slog.Logger
+	// Done ends the streams when the server shuts down.
+	Done <-chan struct{}
 }
 
 // Runs starts runs outside the schedule; the controller implements it.
@@ -96,28 +96,4 @@ func (s *CronService) PreviewSchedule(_ context.Context, req *jobplanev1.Preview
 		})
 	}
 	return resp, nil
-}
-
-// The CronJob machinery (CRD storage, scheduling loop, emission to the
-// executor, history) is the cron issue's work; until it lands these RPCs say
-// so instead of pretending.
-
-func notYet(rpc string) error {
-	return status.Errorf(codes.Unimplemented,
-		"%s is not implemented yet: the cron service's CronJob store and scheduling loop are still to be built (only PreviewSchedule works today)", rpc)
-}
-
-// TriggerCronJob is not implemented yet.
-func (s *CronService) TriggerCronJob(context.Context, *jobplanev1.TriggerCronJobRequest) (*jobplanev1.TriggerCronJobResponse, error) {
-	return nil, notYet("TriggerCronJob")
-}
-
-// BackfillCronJob is not implemented yet.
-func (s *CronService) BackfillCronJob(context.Context, *jobplanev1.BackfillCronJobRequest) (*jobplanev1.BackfillCronJobResponse, error) {
-	return nil, notYet("BackfillCronJob")
-}
-
-// WatchJobInstances is not implemented yet.
-func (s *CronService) WatchJobInstances(*jobplanev1.WatchJobInstancesRequest, jobplanev1.CronService_WatchJobInstancesServer) error {
-	return notYet("WatchJobInstances")
 }

@@ -1,0 +1,361 @@
+// Package controller is the cron service's control loop: informers on
+// jobplane CronJobs and on the Jobs they own, a delaying workqueue, workers
+// that ask the pure decision (package decide) what a sync does and perform
+// it, handing every run to the executor (SubmitJob) and every deletion too
+// (DeleteJob).
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/keyedmutex"
+	"github.com/jobplane/jobplane/services/cron/internal/decide"
+)
+
+// Retry bounds of a failed sync (the executor or the API server
+// unavailable): soon at first, at most every half minute.
+const (
+	minRetry = 500 * time.Millisecond
+	maxRetry = 30 * time.Second
+)
+
+// controllerUIDIndex indexes Jobs by the UID of their controller.
+const controllerUIDIndex = "controllerUID"
+
+// Config is what the controller works with.
+type Config struct {
+	// Kube reads Jobs (informer, live reads) and records events.
+	Kube kubernetes.Interface
+	// Informers is the factory the Job informer comes from.
+	Informers informers.SharedInformerFactory
+	// CronJobs reads and writes cronjobs.jobplane.dev.
+	CronJobs dynamic.NamespaceableResourceInterface
+	// CronJobInformers is the factory the CronJob informer comes from.
+	CronJobInformers dynamicinformer.DynamicSharedInformerFactory
+	// Executor receives every run (SubmitJob) and deletion (DeleteJob).
+	Executor jobplanev1.ExecutorServiceClient
+	// Local is the zone of a CronJob without spec.timeZone.
+	Local   *time.Location
+	Clock   clock.WithTicker
+	Log     *slog.Logger
+	Metrics *Metrics
+}
+
+// Controller runs jobplane CronJobs.
+type Controller struct {
+	cfg      Config
+	log      *slog.Logger
+	cronJobs cache.GenericLister
+	jobs     cache.Indexer
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	events   record.EventBroadcaster
+	recorder record.EventRecorder
+	metrics  *Metrics
+	missed   missedRuns
+	leading  func() (bool, string)
+	// syncing serialises a CronJob's syncs and its Trigger and Backfill.
+	syncing keyedmutex.Mutex
+}
+
+// New builds a controller and registers its informer handlers.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Local == nil {
+		cfg.Local = time.Local
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	broadcaster := record.NewBroadcaster()
+	cronJobInformer := cfg.CronJobInformers.ForResource(cronapi.GroupVersionResource)
+	jobInformer := cfg.Informers.Batch().V1().Jobs().Informer()
+	c := &Controller{
+		cfg:      cfg,
+		log:      cfg.Log,
+		cronJobs: cronJobInformer.Lister(),
+		jobs:     jobInformer.GetIndexer(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetry, maxRetry),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "jobplane_cronjob", Clock: cfg.Clock}),
+		events:   broadcaster,
+		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "jobplane-cron"}),
+		metrics:  cfg.Metrics,
+		leading:  func() (bool, string) { return true, "" },
+	}
+	if err := jobInformer.AddIndexers(cache.Indexers{controllerUIDIndex: indexByController}); err != nil {
+		return nil, fmt.Errorf("adding the Job controller index: %w", err)
+	}
+	if _, err := cronJobInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addCronJob,
+		UpdateFunc: c.updateCronJob,
+		DeleteFunc: c.deleteCronJob,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the CronJob event handler: %w", err)
+	}
+	if _, err := jobInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.addJob,
+		UpdateFunc: c.updateJob,
+		DeleteFunc: c.deleteJob,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the Job event handler: %w", err)
+	}
+	c.synced = []cache.InformerSynced{cronJobInformer.Informer().HasSynced, jobInformer.HasSynced}
+	return c, nil
+}
+
+// SetLeader tells the controller how to know whether this replica leads, for
+// Trigger and Backfill. Without it the controller always leads.
+func (c *Controller) SetLeader(leading func() (bool, string)) { c.leading = leading }
+
+// HasSynced says whether both informers have listed everything once.
+func (c *Controller) HasSynced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run waits for the caches, then runs workers until ctx ends; it returns once
+// every worker has given back the CronJob in hand.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrash()
+	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
+	defer c.events.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return errors.New("the CronJob and Job caches did not sync")
+	}
+	// A replica that starts leading plans every CronJob at once: a sync
+	// finding nothing due requeues itself at the next scheduled time.
+	cronJobs, err := c.cronJobs.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, obj := range cronJobs {
+		c.enqueue(obj)
+	}
+	c.log.Info("starting workers", "workers", workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	c.log.Info("workers stopped")
+	return nil
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	requeueAfter, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		c.log.Warn("sync failed; retrying with backoff", "cronjob", key, "err", err)
+		c.queue.AddRateLimited(key)
+	case requeueAfter != nil:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, *requeueAfter)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// sync is one sync of the CronJob of key: decide, perform, write the status.
+func (c *Controller) sync(ctx context.Context, key string) (*time.Duration, error) {
+	unlock := c.syncing.Lock(key)
+	defer unlock()
+	start := c.cfg.Clock.Now()
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil, err
+	}
+	cronJob, err := c.cachedCronJob(ns, name)
+	if apierrors.IsNotFound(err) {
+		c.missed.forget(key)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	in, err := c.input(ctx, cronJob)
+	if err != nil {
+		return nil, err
+	}
+	p := decide.Sync(in)
+	out := c.perform(ctx, in, p)
+	c.metrics.observeSync(c.cfg.Clock.Since(start), out.err)
+	if out.err != nil {
+		return nil, out.err
+	}
+	if out.stop {
+		return nil, nil
+	}
+	return p.RequeueAfter, nil
+}
+
+// cachedCronJob reads a CronJob from the informer's cache.
+func (c *Controller) cachedCronJob(namespace, name string) (*cronapi.CronJob, error) {
+	obj, err := c.cronJobs.ByNamespace(namespace).Get(name)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("unexpected %T in the CronJob cache", obj)
+	}
+	return cronapi.FromUnstructured(u)
+}
+
+// liveCronJob reads a CronJob from the API server.
+func (c *Controller) liveCronJob(ctx context.Context, namespace, name string) (*cronapi.CronJob, error) {
+	u, err := c.cfg.CronJobs.Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return cronapi.FromUnstructured(u)
+}
+
+// input is what the decision reads, with the reference's two live reads
+// done here so the decision stays pure: a CronJob whose cached status lacks
+// an unfinished Job it owns is read again (the reference's informer-lag
+// check), and an active Job missing from the cache is looked up by name
+// before it is called missing.
+func (c *Controller) input(ctx context.Context, cronJob *cronapi.CronJob) (decide.Input, error) {
+	owned, err := c.ownedJobs(cronJob)
+	if err != nil {
+		return decide.Input{}, err
+	}
+	if hasUnlistedActiveJob(cronJob, owned) {
+		fresh, err := c.liveCronJob(ctx, cronJob.Namespace, cronJob.Name)
+		if err != nil {
+			return decide.Input{}, err
+		}
+		cronJob = fresh
+	}
+	jobs := owned
+	for _, ref := range cronJob.Status.Active {
+		if containsUID(owned, ref.UID) {
+			continue
+		}
+		job, err := c.cfg.Kube.BatchV1().Jobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return decide.Input{}, err
+		default:
+			jobs = append(jobs, job)
+		}
+	}
+	return decide.Input{CronJob: cronJob, Jobs: jobs, Now: c.cfg.Clock.Now(), Local: c.cfg.Local}, nil
+}
+
+// ownedJobs are the cached Jobs whose controller is the CronJob (by UID).
+func (c *Controller) ownedJobs(cronJob *cronapi.CronJob) ([]*batchv1.Job, error) {
+	objs, err := c.jobs.ByIndex(controllerUIDIndex, string(cronJob.UID))
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]*batchv1.Job, 0, len(objs))
+	for _, obj := range objs {
+		if job, ok := obj.(*batchv1.Job); ok {
+			jobs = append(jobs, job)
+		}
+	}
+	return jobs, nil
+}
+
+// hasUnlistedActiveJob says whether an unfinished owned Job is missing from
+// the CronJob's active list: the CronJob in the cache may be older than the
+// Job.
+func hasUnlistedActiveJob(cronJob *cronapi.CronJob, owned []*batchv1.Job) bool {
+	for _, job := range owned {
+		if isFinished(job) {
+			continue
+		}
+		listed := false
+		for _, ref := range cronJob.Status.Active {
+			if ref.UID == job.UID {
+				listed = true
+				break
+			}
+		}
+		if !listed {
+			return true
+		}
+	}
+	return false
+}
+
+func containsUID(jobs []*batchv1.Job, uid types.UID) bool {
+	for _, job := range jobs {
+		if job.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+func isFinished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func indexByController(obj any) ([]string, error) {
+	job, ok := obj.(*batchv1.Job)
+	if !ok {
+		return nil, nil
+	}
+	if ref := metav1.GetControllerOf(job); ref != nil && ref.APIVersion == cronapi.APIVersion && ref.Kind == cronapi.Kind {
+		return []string{string(ref.UID)}, nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,124 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/services/cron/internal/decide"
+)
+
+// Metrics are the reference CronJob controller's (its job creation skew,
+// under a jobplane_ prefix) and the cron service's own.
+type Metrics struct {
+	creationSkew prometheus.Histogram
+	runs         *prometheus.CounterVec
+	missedRuns   prometheus.Counter
+	syncDuration *prometheus.HistogramVec
+	statusWrites *prometheus.CounterVec
+}
+
+// NewMetrics returns unregistered metrics.
+func NewMetrics() *Metrics {
+	return &Metrics{
+		creationSkew: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "jobplane_cronjob_job_creation_skew_duration_seconds",
+			Help:    "Time between a run's scheduled time and the creation of its Job.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+		}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jobplane_cronjob_runs_total", Help: "Runs handed to the executor, by trigger.",
+		}, []string{"trigger"}),
+		missedRuns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "jobplane_cronjob_missed_runs_total", Help: "Scheduled runs that will not happen (past the deadline, skipped by the catch-up policy, dropped from a full buffer).",
+		}),
+		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "jobplane_cronjob_sync_duration_seconds", Help: "Time of one CronJob sync: decision, runs handed over, status write.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"result"}),
+		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jobplane_cronjob_status_write_failures_total", Help: "CronJob status writes that failed, conflict or not.",
+		}, []string{"conflict"}),
+	}
+}
+
+// Register registers the metrics.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.creationSkew, m.runs, m.missedRuns, m.syncDuration, m.statusWrites} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Metrics) runEmitted(create *decide.CreateJob, job *jobplanev1.Job, now time.Time) {
+	m.runs.WithLabelValues(create.Trigger).Inc()
+	created := now
+	if ts := job.GetMetadata().GetCreationTimestamp(); ts != nil {
+		created = ts.AsTime()
+	}
+	m.creationSkew.Observe(created.Sub(create.ScheduledTime).Seconds())
+}
+
+func (m *Metrics) missed(n int) { m.missedRuns.Add(float64(n)) }
+
+func (m *Metrics) observeSync(d time.Duration, err error) {
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	m.syncDuration.WithLabelValues(result).Observe(d.Seconds())
+}
+
+func (m *Metrics) statusWriteFailed(conflict bool) {
+	label := "false"
+	if conflict {
+		label = "true"
+	}
+	m.statusWrites.WithLabelValues(label).Inc()
+}
+
+// missedRuns counts each missed scheduled time once per process: the
+// decision lists the times it gives up on every time it looks, so each
+// CronJob keeps the latest time counted. After a restart the mark starts
+// from the CronJob's last scheduled time, so a miss is counted again rather
+// than lost.
+type missedRuns struct {
+	mu      sync.Mutex
+	counted map[string]time.Time
+}
+
+func (m *missedRuns) add(cronJob *cronapi.CronJob, times []time.Time) int {
+	if len(times) == 0 {
+		return 0
+	}
+	key := cronJob.Namespace + "/" + cronJob.Name
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counted == nil {
+		m.counted = map[string]time.Time{}
+	}
+	mark, ok := m.counted[key]
+	if !ok && cronJob.Status.LastScheduleTime != nil {
+		mark = cronJob.Status.LastScheduleTime.Time
+	}
+	n := 0
+	for _, t := range times {
+		if t.After(mark) {
+			n++
+			mark = t
+		}
+	}
+	m.counted[key] = mark
+	return n
+}
+
+func (m *missedRuns) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.counted, key)
+}

@@ -1,0 +1,117 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/services/cron/internal/decide"
+)
+
+// Trigger starts a manual run of a CronJob now (the TriggerCronJob RPC),
+// under the CronJob's lock so that it never races a sync.
+func (c *Controller) Trigger(ctx context.Context, namespace, name string, ignoreConcurrencyPolicy bool) (*jobplanev1.TriggerCronJobResponse, error) {
+	in, unlock, err := c.lockedInput(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	p, err := decide.Trigger(in, ignoreConcurrencyPolicy)
+	if err != nil {
+		return nil, decisionError(err)
+	}
+	out := c.perform(ctx, in, p)
+	if out.err != nil {
+		return nil, apierr.New(codes.Unavailable, "RUN_FAILED", nil, "the run of %s/%s could not be handed to the executor: %v", namespace, name, out.err)
+	}
+	c.queue.Add(namespace + "/" + name)
+	resp := &jobplanev1.TriggerCronJobResponse{}
+	if len(out.created) > 0 {
+		resp.Job = out.created[0]
+	} else if n := len(p.Status.PendingRuns); n > 0 && len(p.Status.PendingRuns) > len(in.CronJob.Status.PendingRuns) {
+		resp.Queued = kubeconv.CronJobStatusFromKube(&p.Status).GetPendingRuns()[n-1]
+	}
+	return resp, nil
+}
+
+// Backfill runs the scheduled times of a past range (the BackfillCronJob
+// RPC).
+func (c *Controller) Backfill(ctx context.Context, req *jobplanev1.BackfillCronJobRequest) (*jobplanev1.BackfillCronJobResponse, error) {
+	in, unlock, err := c.lockedInput(ctx, req.GetNamespace(), req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	p, err := decide.Backfill(in, req.GetStart().AsTime(), req.GetEnd().AsTime(), req.GetConcurrencyPolicy())
+	if err != nil {
+		return nil, decisionError(err)
+	}
+	out := c.perform(ctx, in, p)
+	if out.err != nil {
+		return nil, apierr.New(codes.Unavailable, "RUN_FAILED", nil, "the backfill of %s/%s stopped: %v", req.GetNamespace(), req.GetName(), out.err)
+	}
+	c.queue.Add(req.GetNamespace() + "/" + req.GetName())
+	resp := &jobplanev1.BackfillCronJobResponse{Jobs: out.created}
+	queued := map[int64]bool{}
+	for _, r := range in.CronJob.Status.PendingRuns {
+		queued[r.ScheduledTime.UnixNano()] = true
+	}
+	for _, r := range kubeconv.CronJobStatusFromKube(&p.Status).GetPendingRuns() {
+		if !queued[r.GetScheduledTime().AsTime().UnixNano()] {
+			resp.Queued = append(resp.Queued, r)
+		}
+	}
+	for _, t := range p.Skipped {
+		resp.Skipped = append(resp.Skipped, kubeconv.TimeFromKube(ptrTime(t)))
+	}
+	return resp, nil
+}
+
+// lockedInput locks a CronJob and reads what a decision about it needs, the
+// CronJob read live: an RPC acts on the CronJob as it is now.
+func (c *Controller) lockedInput(ctx context.Context, namespace, name string) (decide.Input, func(), error) {
+	if leading, holder := c.leading(); !leading {
+		if holder == "" {
+			return decide.Input{}, nil, apierr.New(codes.Unavailable, "NOT_LEADER", nil, "not the leader; the leader is unknown")
+		}
+		return decide.Input{}, nil, apierr.New(codes.Unavailable, "NOT_LEADER", map[string]string{"leader": holder}, "not the leader; the leader is %s", holder)
+	}
+	unlock := c.syncing.Lock(namespace + "/" + name)
+	cronJob, err := c.liveCronJob(ctx, namespace, name)
+	if err != nil {
+		unlock()
+		if apierrors.IsNotFound(err) {
+			return decide.Input{}, nil, apierr.New(codes.NotFound, "NOT_FOUND", nil, "CronJob %s/%s not found", namespace, name)
+		}
+		return decide.Input{}, nil, apierr.FromKube(err)
+	}
+	in, err := c.input(ctx, cronJob)
+	if err != nil {
+		unlock()
+		return decide.Input{}, nil, apierr.FromKube(err)
+	}
+	return in, unlock, nil
+}
+
+// decisionError maps the decision's refusals to gRPC errors.
+func decisionError(err error) error {
+	switch {
+	case errors.Is(err, decide.ErrConcurrencyPolicy), errors.Is(err, decide.ErrDeleting), errors.Is(err, decide.ErrInvalidSchedule):
+		return apierr.New(codes.FailedPrecondition, "RUN_REFUSED", nil, "%v", err)
+	case errors.Is(err, decide.ErrInvalidBackfill):
+		return apierr.New(codes.InvalidArgument, "INVALID_BACKFILL", nil, "%v", err)
+	}
+	return apierr.New(codes.Internal, "DECISION_FAILED", nil, "%v", err)
+}
+
+func ptrTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t)
+	return &mt
+}

@@ -1,0 +1,180 @@
+package svc
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/kubeconv"
+)
+
+// minWatchLife: a watch the API server closes sooner than this is
+// re-established only after this long, so that a server closing every watch
+// at once is not asked again in a loop.
+const minWatchLife = time.Second
+
+// WatchJobInstances streams the Jobs the CronJobs emit, as they appear in
+// the cluster: the API server's watch of Jobs, re-established from the last
+// version seen whenever it closes, keeping the Jobs whose controller is a
+// jobplane CronJob. Reading the Jobs themselves makes the stream resumable
+// across restarts and failovers, on any replica.
+func (s *CronService) WatchJobInstances(req *jobplanev1.WatchJobInstancesRequest, stream jobplanev1.CronService_WatchJobInstancesServer) error {
+	if req.GetCronJobName() != "" && req.GetNamespace() == "" {
+		return apierr.InvalidArgument("invalid WatchJobInstances request", apierr.Violation{
+			Field: "namespace", Description: "Required value: a CronJob is named by its namespace and name",
+		})
+	}
+	if s.cfg.Kube == nil {
+		return unavailable("WatchJobInstances")
+	}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	if done := s.cfg.Done; done != nil {
+		go func() {
+			select {
+			case <-done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	w := &instanceWatch{stream: stream, jobs: s.cfg.Kube.BatchV1().Jobs(req.GetNamespace()), cronJob: req.GetCronJobName()}
+	err := w.run(ctx, req.GetResourceVersion())
+	if ctx.Err() != nil {
+		return nil // the client left or the server is shutting down
+	}
+	return watchError(err)
+}
+
+// instanceWatch is one WatchJobInstances stream.
+type instanceWatch struct {
+	stream  jobplanev1.CronService_WatchJobInstancesServer
+	jobs    typedbatchv1.JobInterface
+	cronJob string
+}
+
+func (w *instanceWatch) run(ctx context.Context, resourceVersion string) error {
+	if resourceVersion == "" {
+		// From now on: the version of an empty page of the current state.
+		list, err := w.jobs.List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return err
+		}
+		resourceVersion = list.ResourceVersion
+	}
+	for {
+		started := time.Now()
+		var err error
+		if resourceVersion, err = w.follow(ctx, resourceVersion); err != nil || ctx.Err() != nil {
+			return err
+		}
+		if time.Since(started) < minWatchLife {
+			select {
+			case <-time.After(minWatchLife):
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+}
+
+// follow relays the Jobs that appear in one watch from resourceVersion
+// until the API server closes it; it returns the last version seen.
+func (w *instanceWatch) follow(ctx context.Context, resourceVersion string) (string, error) {
+	watcher, err := w.jobs.Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true})
+	if err != nil {
+		return resourceVersion, err
+	}
+	defer watcher.Stop()
+	for {
+		var ev watch.Event
+		var open bool
+		select {
+		case <-ctx.Done():
+			return resourceVersion, nil
+		case ev, open = <-watcher.ResultChan():
+		}
+		if !open {
+			return resourceVersion, nil
+		}
+		switch ev.Type {
+		case watch.Error:
+			return resourceVersion, apierrors.FromObject(ev.Object)
+		case watch.Bookmark:
+			if m, err := meta.Accessor(ev.Object); err == nil {
+				resourceVersion = m.GetResourceVersion()
+			}
+		case watch.Added, watch.Modified, watch.Deleted:
+			job, ok := ev.Object.(*batchv1.Job)
+			if !ok {
+				continue
+			}
+			resourceVersion = job.ResourceVersion
+			if ev.Type != watch.Added {
+				continue
+			}
+			if instance := w.instance(job); instance != nil {
+				if err := w.stream.Send(instance); err != nil {
+					return resourceVersion, err
+				}
+			}
+		}
+	}
+}
+
+// instance is the message for a Job a CronJob emitted, or nil for any other
+// Job.
+func (w *instanceWatch) instance(job *batchv1.Job) *jobplanev1.WatchJobInstancesResponse {
+	ref := metav1.GetControllerOf(job)
+	if ref == nil || ref.APIVersion != cronapi.APIVersion || ref.Kind != cronapi.Kind {
+		return nil
+	}
+	if w.cronJob != "" && ref.Name != w.cronJob {
+		return nil
+	}
+	out, err := kubeconv.JobFromKube(job)
+	if err != nil {
+		return nil
+	}
+	trigger := job.Annotations[cronapi.TriggerAnnotation]
+	if trigger == "" {
+		trigger = cronapi.TriggerSchedule
+	}
+	resp := &jobplanev1.WatchJobInstancesResponse{
+		CronJob:         &jobplanev1.ObjectReference{ApiVersion: ref.APIVersion, Kind: ref.Kind, Namespace: job.Namespace, Name: ref.Name, Uid: string(ref.UID)},
+		Trigger:         trigger,
+		Job:             out,
+		ResourceVersion: job.ResourceVersion,
+	}
+	if t, err := time.Parse(time.RFC3339, job.Annotations[batchv1.CronJobScheduledTimestampAnnotation]); err == nil {
+		resp.ScheduledTime = timestamppb.New(t)
+	}
+	return resp
+}
+
+// watchError maps a watch's end to the contract's codes.
+func watchError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return apierr.New(codes.OutOfRange, "RESOURCE_VERSION_TOO_OLD", nil,
+			"%v; watch again from now (empty resource_version)", err)
+	}
+	return apierr.FromKube(err)
+}
