@@ -102,4 +102,3 @@ func expectStrings(t *testing.T, what string, got, want []string) {
 		t.Errorf("%s: %q, want %q", what, got, want)
 	}
 }
-
