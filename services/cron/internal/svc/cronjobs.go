@@ -331,12 +331,18 @@ func (s *CronService) kubeError(err error) error {
 	return mapped
 }
 
+// noField is how the API server names the field of a cause about no field.
+const noField = "<nil>"
+
 // causesOf answers the API server's refusal of a CronJob with its causes.
 func causesOf(err error) error {
 	var v apierr.Violations
 	var st apierrors.APIStatus
 	if errors.As(err, &st) && st.Status().Details != nil {
 		for _, c := range st.Status().Details.Causes {
+			if c.Field == noField {
+				continue // the note that CEL rules wait for the schema's checks
+			}
 			v.Add(c.Field, "%s", c.Message)
 		}
 	}

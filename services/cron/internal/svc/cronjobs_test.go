@@ -212,6 +212,7 @@ func TestCreateCronJobAnswersTheAPIServersCausesAsViolations(t *testing.T) {
 	s.fake.PrependReactor("create", "cronjobs", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInvalid(cronapi.GroupVersionKind.GroupKind(), "nightly", field.ErrorList{
 			field.Invalid(field.NewPath("spec", "schedule"), "x", "refused by a webhook"),
+			field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid"),
 		})
 	})
 	_, err := s.client.CreateCronJob(context.Background(), &jobplanev1.CreateCronJobRequest{CronJob: validCronJob("team-a", "nightly")})
