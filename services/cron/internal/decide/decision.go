@@ -94,7 +94,7 @@ func (d *decision) create(run dueRun, name string) bool {
 			return false
 		}
 	}
-	job := buildJob(d.cj, name, run.scheduled, run.trigger, d.zone())
+	job := buildJob(d.cj, name, run.scheduled, run.trigger, d.annotationZone())
 	d.actions = append(d.actions, Action{
 		Reason:      createReason(run.trigger),
 		Explanation: createExplanation(run),
@@ -116,6 +116,16 @@ func (d *decision) zone() *time.Location {
 		}
 	}
 	return d.local
+}
+
+// annotationZone is the zone of the scheduled-timestamp annotation: the
+// CronJob's, and UTC when spec.timeZone is unset, as the reference's
+// time.LoadLocation("") (not the service's zone the schedule is read in).
+func (d *decision) annotationZone() *time.Location {
+	if d.cj.Spec.TimeZone == nil {
+		return time.UTC
+	}
+	return d.zone()
 }
 
 func createReason(trigger string) string {
