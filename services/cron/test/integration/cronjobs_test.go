@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -410,5 +412,115 @@ func TestTheSchemaAndTheRPCApplyTheSameDefaults(t *testing.T) {
 		if direct[field] != value {
 			t.Errorf("spec.%s defaulted to %v (%T), want %v", field, direct[field], direct[field], value)
 		}
+	}
+}
+
+// crdResource is where the CRD itself is served.
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func TestOlderCronJobsWithTZOrALongNameCanStillBeUpdated(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	// Older CronJobs: created while the CRD had no rules (as batch/v1 ones
+	// were before the reference added its checks).
+	restore := withoutCRDRules(t, e)
+	legacy := cronJob(strings.Repeat("l", 60))
+	legacy.Spec.Schedule = "TZ=UTC 0 3 * * *"
+	eventually(t, "the CRD without rules", func() error { _, err := e.createDirectly(t, legacy); return err })
+	restore()
+	probe := cronJob("probe")
+	probe.Spec.Schedule = "TZ=UTC 0 3 * * *"
+	eventually(t, "the CRD with its rules", func() error {
+		if _, err := e.createDirectly(t, probe); err == nil {
+			return fmt.Errorf("TZ accepted")
+		}
+		return nil
+	})
+
+	update := func(mutate func(*cronapi.CronJob)) (directErr, rpcErr error) {
+		c := e.stored(t, namespace, legacy.Name)
+		mutate(c)
+		u, err := cronapi.ToUnstructured(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, directErr = e.cronJobs.Namespace(namespace).Update(ctx, u, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		req, err := kubeconv.CronJobFromKube(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rpcErr = e.rpc.UpdateCronJob(ctx, &jobplanev1.UpdateCronJobRequest{CronJob: req})
+		return directErr, rpcErr
+	}
+	if directErr, rpcErr := update(func(c *cronapi.CronJob) { c.Spec.Schedule = "TZ=UTC 0 4 * * *" }); directErr != nil || rpcErr != nil {
+		t.Errorf("keeping TZ and the long name: API server %v, UpdateCronJob %v", directErr, rpcErr)
+	}
+	directErr, rpcErr := update(func(c *cronapi.CronJob) { c.Spec.TimeZone = ptr.To("UTC") })
+	if got := causeFields(t, directErr); !slices.Equal(got, []string{"spec.schedule"}) {
+		t.Errorf("TZ with timeZone: the API server refused %v", got)
+	}
+	if got := violatedFields(rpcErr); !slices.Equal(got, []string{"spec.schedule"}) {
+		t.Errorf("TZ with timeZone: UpdateCronJob refused %v (%v)", got, rpcErr)
+	}
+}
+
+// withoutCRDRules removes the CRD's CEL rules until the returned function
+// puts them back.
+func withoutCRDRules(t *testing.T, e *env) (restore func()) {
+	t.Helper()
+	client, err := dynamic.NewForConfig(e.api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := client.Resource(crdResource)
+	ctx := context.Background()
+	setSchema := func(edit func(openAPI map[string]any)) {
+		t.Helper()
+		crd, err := crds.Get(ctx, "cronjobs.jobplane.dev", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		openAPI, _, _ := unstructured.NestedMap(versions[0].(map[string]any), "schema", "openAPIV3Schema")
+		edit(openAPI)
+		if err := unstructured.SetNestedMap(versions[0].(map[string]any), openAPI, "schema", "openAPIV3Schema"); err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rootRules, specRules any
+	setSchema(func(openAPI map[string]any) {
+		spec := openAPI["properties"].(map[string]any)["spec"].(map[string]any)
+		rootRules, specRules = openAPI["x-kubernetes-validations"], spec["x-kubernetes-validations"]
+		delete(openAPI, "x-kubernetes-validations")
+		delete(spec, "x-kubernetes-validations")
+	})
+	return func() {
+		setSchema(func(openAPI map[string]any) {
+			openAPI["x-kubernetes-validations"] = rootRules
+			openAPI["properties"].(map[string]any)["spec"].(map[string]any)["x-kubernetes-validations"] = specRules
+		})
+	}
+}
+
+// eventually retries f until it succeeds, for what the API server takes a
+// moment to apply (a CRD's new schema).
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
