@@ -315,3 +315,10 @@ func readFile(t *testing.T, name string) []byte {
 	}
 	return data
 }
+
+func TestJobWithoutSpecConverts(t *testing.T) {
+	job, err := kubeconv.JobToKube(&jobplanev1.Job{Metadata: &jobplanev1.ObjectMeta{Name: "j"}}, kubeconv.FullTemplate)
+	if err != nil || job.Name != "j" {
+		t.Fatalf("JobToKube of a Job without spec = %v, %v", job, err)
+	}
+}

@@ -32,6 +32,9 @@ func JobToKube(j *jobplanev1.Job, decoding TemplateDecoding) (*batchv1.Job, erro
 		return nil, err
 	}
 	spec := j.GetSpec()
+	if spec == nil {
+		spec = &jobplanev1.JobSpec{} // its optional fields are read directly below
+	}
 	out := &batchv1.Job{
 		TypeMeta:   typeMeta(j.GetApiVersion(), j.GetKind()),
 		ObjectMeta: ObjectMetaToKube(j.GetMetadata()),

@@ -3,7 +3,6 @@ package svc
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -12,11 +11,13 @@ import (
 
 // TriggerCronJob starts a run now, through the controller.
 func (s *CronService) TriggerCronJob(ctx context.Context, req *jobplanev1.TriggerCronJobRequest) (*jobplanev1.TriggerCronJobResponse, error) {
-	if err := requireName(req.GetNamespace(), req.GetName()); err != nil {
+	var v apierr.Violations
+	requireNamespaceAndName(&v, "", req.GetNamespace(), req.GetName())
+	if err := v.Err("invalid TriggerCronJob request"); err != nil {
 		return nil, err
 	}
 	if s.cfg.Runs == nil {
-		return nil, unavailable("TriggerCronJob")
+		return nil, withoutCluster("TriggerCronJob")
 	}
 	return s.cfg.Runs.Trigger(ctx, req.GetNamespace(), req.GetName(), req.GetIgnoreConcurrencyPolicy())
 }
@@ -25,19 +26,14 @@ func (s *CronService) TriggerCronJob(ctx context.Context, req *jobplanev1.Trigge
 // controller.
 func (s *CronService) BackfillCronJob(ctx context.Context, req *jobplanev1.BackfillCronJobRequest) (*jobplanev1.BackfillCronJobResponse, error) {
 	var v apierr.Violations
-	if req.GetNamespace() == "" {
-		v.Add("namespace", "Required value")
-	}
-	if req.GetName() == "" {
-		v.Add("name", "Required value")
-	}
+	requireNamespaceAndName(&v, "", req.GetNamespace(), req.GetName())
 	checkTimestamp(&v, "start", req.GetStart())
 	checkTimestamp(&v, "end", req.GetEnd())
 	if err := v.Err("invalid BackfillCronJob request"); err != nil {
 		return nil, err
 	}
 	if s.cfg.Runs == nil {
-		return nil, unavailable("BackfillCronJob")
+		return nil, withoutCluster("BackfillCronJob")
 	}
 	return s.cfg.Runs.Backfill(ctx, req)
 }
@@ -48,19 +44,4 @@ func checkTimestamp(v *apierr.Violations, field string, ts *timestamppb.Timestam
 	} else if err := ts.CheckValid(); err != nil {
 		v.Add(field, "Invalid value: %v", err)
 	}
-}
-
-func requireName(namespace, name string) error {
-	var v apierr.Violations
-	if namespace == "" {
-		v.Add("namespace", "Required value")
-	}
-	if name == "" {
-		v.Add("name", "Required value")
-	}
-	return v.Err("the CronJob's namespace and name are required")
-}
-
-func unavailable(rpc string) error {
-	return apierr.New(codes.Unavailable, "NOT_CONFIGURED", nil, "%s needs a cluster: this cron service runs without one", rpc)
 }

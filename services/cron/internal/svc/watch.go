@@ -37,7 +37,7 @@ func (s *CronService) WatchJobInstances(req *jobplanev1.WatchJobInstancesRequest
 		})
 	}
 	if s.cfg.Kube == nil {
-		return unavailable("WatchJobInstances")
+		return withoutCluster("WatchJobInstances")
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
