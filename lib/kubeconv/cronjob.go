@@ -12,6 +12,9 @@ import (
 // CronJobToKube converts a CronJob, its Job template fully decoded.
 func CronJobToKube(c *jobplanev1.CronJob) (*cronapi.CronJob, error) {
 	spec := c.GetSpec()
+	if spec == nil {
+		spec = &jobplanev1.CronJobSpec{} // its optional fields are read directly below
+	}
 	template, err := JobTemplateToKube(spec.GetJobTemplate())
 	if err != nil {
 		return nil, err

@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/services/cron/internal/schedule"
+	"github.com/jobplane/jobplane/services/cron/internal/validation"
 )
 
 // Bounds of PreviewSchedule's count.
@@ -70,7 +73,11 @@ func (s *CronService) PreviewSchedule(_ context.Context, req *jobplanev1.Preview
 	if req.GetTimeZone() != "" {
 		tz = &req.TimeZone
 	}
-	sched, v := schedule.Parse(req.GetSchedule(), tz, schedule.Fields{Schedule: "schedule", TimeZone: "timeZone"})
+	sched, v := schedule.ParseIn(req.GetSchedule(), tz, s.cfg.Local, schedule.Fields{Schedule: "schedule", TimeZone: "timeZone"})
+	ds := &cronapi.DaylightSavingPolicy{SkippedHour: req.GetDaylightSaving().GetSkippedHour(), RepeatedHour: req.GetDaylightSaving().GetRepeatedHour()}
+	for _, e := range validation.ValidateDaylightSaving(ds, field.NewPath("daylightSaving")) {
+		v.Add(e.Field, "%s", e.ErrorBody())
+	}
 	count := int(req.GetCount())
 	switch {
 	case count == 0:
@@ -89,7 +96,7 @@ func (s *CronService) PreviewSchedule(_ context.Context, req *jobplanev1.Preview
 		return nil, err
 	}
 	resp := &jobplanev1.PreviewScheduleResponse{}
-	for _, t := range sched.NextN(from, count) {
+	for _, t := range sched.WithDaylightSaving(ds.SkippedHour, ds.RepeatedHour).NextN(from, count) {
 		resp.Runs = append(resp.Runs, &jobplanev1.ScheduledRun{
 			Time:      timestamppb.New(t),
 			LocalTime: t.In(sched.Location()).Format(time.RFC3339),

@@ -113,7 +113,7 @@ func validateSpec(spec, oldSpec *cronapi.CronJobSpec, fldPath *field.Path) field
 	allErrs = append(allErrs, validateNonnegative(spec.FailedJobsHistoryLimit, fldPath.Child("failedJobsHistoryLimit"))...)
 	allErrs = append(allErrs, validateCatchUp(spec.CatchUp, fldPath.Child("catchUp"))...)
 	allErrs = append(allErrs, validateNonnegative(spec.JitterSeconds, fldPath.Child("jitterSeconds"))...)
-	allErrs = append(allErrs, validateDaylightSaving(spec.DaylightSaving, fldPath.Child("daylightSaving"))...)
+	allErrs = append(allErrs, ValidateDaylightSaving(spec.DaylightSaving, fldPath.Child("daylightSaving"))...)
 	return allErrs
 }
 
@@ -185,7 +185,9 @@ func validateCatchUp(catchUp *cronapi.CatchUpPolicy, fldPath *field.Path) field.
 	return allErrs
 }
 
-func validateDaylightSaving(ds *cronapi.DaylightSavingPolicy, fldPath *field.Path) field.ErrorList {
+// ValidateDaylightSaving checks a daylight-saving policy (a CronJob's, or
+// PreviewSchedule's).
+func ValidateDaylightSaving(ds *cronapi.DaylightSavingPolicy, fldPath *field.Path) field.ErrorList {
 	if ds == nil {
 		return nil
 	}
