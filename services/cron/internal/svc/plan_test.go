@@ -137,3 +137,11 @@ func TestPreviewScheduleFollowsTheDaylightSavingPolicy(t *testing.T) {
 		t.Errorf("unknown policy: %v", err)
 	}
 }
+
+func apierrFields(err error) []string {
+	var out []string
+	for _, v := range apierr.FieldViolations(err) {
+		out = append(out, v.Field)
+	}
+	return out
+}
