@@ -9,12 +9,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -38,8 +36,7 @@ type config struct {
 	workers           int
 	qps               float64
 	burst             int
-	leaderElect       bool
-	lease             leader.Config
+	lease             leader.Flags
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
@@ -49,12 +46,7 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "workers", 5, "CronJobs synced at once")
 	fs.Float64Var(&c.qps, "kube-api-qps", 20, "Kubernetes API requests per second")
 	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
-	fs.BoolVar(&c.leaderElect, "leader-elect", true, "run the control loop only while holding a Lease")
-	fs.StringVar(&c.lease.Namespace, "leader-elect-namespace", "kube-system", "namespace of the Lease")
-	fs.StringVar(&c.lease.Name, "leader-elect-id", "jobplane-cron", "name of the Lease")
-	fs.DurationVar(&c.lease.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking an unrenewed Lease")
-	fs.DurationVar(&c.lease.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up")
-	fs.DurationVar(&c.lease.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "wait between Lease attempts")
+	c.lease.Register(fs, "jobplane-cron")
 }
 
 func (c *config) validate() error {
@@ -71,8 +63,8 @@ func (c *config) validate() error {
 	if c.qps <= 0 || c.burst < 1 {
 		errs = append(errs, fmt.Errorf("kube-api-qps and kube-api-burst must be positive, got %g and %d", c.qps, c.burst))
 	}
-	if c.leaderElect && !(c.lease.LeaseDuration > c.lease.RenewDeadline && c.lease.RenewDeadline > c.lease.RetryPeriod && c.lease.RetryPeriod > 0) {
-		errs = append(errs, errors.New("want leader-elect-lease-duration > leader-elect-renew-deadline > leader-elect-retry-period > 0"))
+	if err := c.lease.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -128,10 +120,8 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 		return err
 	}
 	var elector *leader.Elector
-	if cfg.leaderElect {
-		hostname, _ := os.Hostname()
-		cfg.lease.Identity = hostname + "_" + string(uuid.NewUUID())
-		elector = leader.New(cfg.lease, kube, log)
+	if cfg.lease.Elect {
+		elector = leader.New(cfg.lease.WithIdentity(), kube, log)
 		ctrl.SetLeader(elector.Leader)
 	}
 	srv.RegisterService(&jobplanev1.CronService_ServiceDesc, svc.NewCronService(svc.Config{

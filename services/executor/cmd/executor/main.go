@@ -9,12 +9,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -41,8 +38,7 @@ type config struct {
 	workers          int
 	qps              float64
 	burst            int
-	leaderElect      bool
-	lease            leader.Config
+	lease            leader.Flags
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
@@ -54,12 +50,7 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "workers", 5, "Jobs synced at once")
 	fs.Float64Var(&c.qps, "kube-api-qps", 20, "Kubernetes API requests per second, shared fairly between Jobs")
 	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
-	fs.BoolVar(&c.leaderElect, "leader-elect", true, "run the control loop only while holding a Lease")
-	fs.StringVar(&c.lease.Namespace, "leader-elect-namespace", "kube-system", "namespace of the Lease")
-	fs.StringVar(&c.lease.Name, "leader-elect-id", "jobplane-executor", "name of the Lease")
-	fs.DurationVar(&c.lease.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking an unrenewed Lease")
-	fs.DurationVar(&c.lease.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up")
-	fs.DurationVar(&c.lease.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "wait between Lease attempts")
+	c.lease.Register(fs, "jobplane-executor")
 }
 
 func (c *config) validate() error {
@@ -79,8 +70,8 @@ func (c *config) validate() error {
 	if c.qps <= 0 || c.burst < 1 {
 		errs = append(errs, fmt.Errorf("kube-api-qps and kube-api-burst must be positive, got %g and %d", c.qps, c.burst))
 	}
-	if c.leaderElect && !(c.lease.LeaseDuration > c.lease.RenewDeadline && c.lease.RenewDeadline > c.lease.RetryPeriod && c.lease.RetryPeriod > 0) {
-		errs = append(errs, errors.New("want leader-elect-lease-duration > leader-elect-renew-deadline > leader-elect-retry-period > 0"))
+	if err := c.lease.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -132,10 +123,8 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 		return err
 	}
 	runner := &runner{Controller: ctrl}
-	if cfg.leaderElect {
-		hostname, _ := os.Hostname()
-		cfg.lease.Identity = hostname + "_" + string(uuid.NewUUID())
-		runner.elector = leader.New(cfg.lease, client, log)
+	if cfg.lease.Elect {
+		runner.elector = leader.New(cfg.lease.WithIdentity(), client, log)
 	}
 	// SubmitJob creates Jobs as its caller; the controller creates their
 	// pods as the executor.
