@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
@@ -18,12 +17,8 @@ import (
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/lib/kubewatch"
 )
-
-// minWatchLife: a watch the API server closes sooner than this is
-// re-established only after this long, so that a server closing every watch
-// at once is not asked again in a loop.
-const minWatchLife = time.Second
 
 // WatchJobInstances streams the Jobs the CronJobs emit, as they appear in
 // the cluster: the API server's watch of Jobs, re-established from the last
@@ -74,64 +69,22 @@ func (w *instanceWatch) run(ctx context.Context, resourceVersion string) error {
 		}
 		resourceVersion = list.ResourceVersion
 	}
-	for {
-		started := time.Now()
-		var err error
-		if resourceVersion, err = w.follow(ctx, resourceVersion); err != nil || ctx.Err() != nil {
-			return err
-		}
-		if time.Since(started) < minWatchLife {
-			select {
-			case <-time.After(minWatchLife):
-			case <-ctx.Done():
-				return nil
-			}
-		}
+	open := func(ctx context.Context, rv string) (watch.Interface, error) {
+		return w.jobs.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	}
+	return kubewatch.Follow(ctx, resourceVersion, open, w.relay)
 }
 
-// follow relays the Jobs that appear in one watch from resourceVersion
-// until the API server closes it; it returns the last version seen.
-func (w *instanceWatch) follow(ctx context.Context, resourceVersion string) (string, error) {
-	watcher, err := w.jobs.Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true})
-	if err != nil {
-		return resourceVersion, err
+// relay sends the Jobs a CronJob emitted as they appear.
+func (w *instanceWatch) relay(ev watch.Event) error {
+	job, ok := ev.Object.(*batchv1.Job)
+	if !ok || ev.Type != watch.Added {
+		return nil
 	}
-	defer watcher.Stop()
-	for {
-		var ev watch.Event
-		var open bool
-		select {
-		case <-ctx.Done():
-			return resourceVersion, nil
-		case ev, open = <-watcher.ResultChan():
-		}
-		if !open {
-			return resourceVersion, nil
-		}
-		switch ev.Type {
-		case watch.Error:
-			return resourceVersion, apierrors.FromObject(ev.Object)
-		case watch.Bookmark:
-			if m, err := meta.Accessor(ev.Object); err == nil {
-				resourceVersion = m.GetResourceVersion()
-			}
-		case watch.Added, watch.Modified, watch.Deleted:
-			job, ok := ev.Object.(*batchv1.Job)
-			if !ok {
-				continue
-			}
-			resourceVersion = job.ResourceVersion
-			if ev.Type != watch.Added {
-				continue
-			}
-			if instance := w.instance(job); instance != nil {
-				if err := w.stream.Send(instance); err != nil {
-					return resourceVersion, err
-				}
-			}
-		}
+	if instance := w.instance(job); instance != nil {
+		return w.stream.Send(instance)
 	}
+	return nil
 }
 
 // instance is the message for a Job a CronJob emitted, or nil for any other

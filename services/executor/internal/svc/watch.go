@@ -3,11 +3,8 @@ package svc
 import (
 	"context"
 	"slices"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
@@ -15,12 +12,8 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/kubewatch"
 )
-
-// minWatchLife: a watch the API server closes sooner than this is
-// re-established only after this long, so that a server closing every watch
-// at once is not asked again in a loop.
-const minWatchLife = time.Second
 
 // WatchJobs streams the changes of jobplane's Jobs: first the current state
 // as ADDED events (a consistent list) unless the request resumes from a
@@ -74,20 +67,10 @@ func (w *jobWatch) run(ctx context.Context, resourceVersion string) error {
 			return err
 		}
 	}
-	for {
-		started := time.Now()
-		var err error
-		if resourceVersion, err = w.follow(ctx, resourceVersion); err != nil || ctx.Err() != nil {
-			return err
-		}
-		if time.Since(started) < minWatchLife {
-			select {
-			case <-time.After(minWatchLife):
-			case <-ctx.Done():
-				return nil
-			}
-		}
+	open := func(ctx context.Context, rv string) (watch.Interface, error) {
+		return w.jobs.Watch(ctx, metav1.ListOptions{LabelSelector: w.selector, ResourceVersion: rv, AllowWatchBookmarks: true})
 	}
+	return kubewatch.Follow(ctx, resourceVersion, open, w.relay)
 }
 
 // sendCurrentState sends each matching Job of a fresh list as ADDED, by
@@ -118,51 +101,14 @@ func (w *jobWatch) sendCurrentState(ctx context.Context) (string, error) {
 	return list.ResourceVersion, nil
 }
 
-// follow relays one watch of the API server from resourceVersion until the
-// server closes it (nil error) or it fails; it returns the last
-// resourceVersion seen, bookmarks and other controllers' Jobs included.
-func (w *jobWatch) follow(ctx context.Context, resourceVersion string) (string, error) {
-	watcher, err := w.jobs.Watch(ctx, metav1.ListOptions{
-		LabelSelector:       w.selector,
-		ResourceVersion:     resourceVersion,
-		AllowWatchBookmarks: true,
-	})
-	if err != nil {
-		return resourceVersion, err
+// relay sends a change of one of jobplane's Jobs, resumable from the Job's
+// resourceVersion after it.
+func (w *jobWatch) relay(ev watch.Event) error {
+	job, ok := ev.Object.(*batchv1.Job)
+	if !ok || !w.s.manages(job) {
+		return nil
 	}
-	defer watcher.Stop()
-	for {
-		var ev watch.Event
-		var open bool
-		select {
-		case <-ctx.Done():
-			return resourceVersion, nil
-		case ev, open = <-watcher.ResultChan():
-		}
-		if !open {
-			return resourceVersion, nil
-		}
-		switch ev.Type {
-		case watch.Error:
-			return resourceVersion, apierrors.FromObject(ev.Object)
-		case watch.Bookmark:
-			if m, err := meta.Accessor(ev.Object); err == nil {
-				resourceVersion = m.GetResourceVersion()
-			}
-		case watch.Added, watch.Modified, watch.Deleted:
-			job, ok := ev.Object.(*batchv1.Job)
-			if !ok {
-				continue
-			}
-			resourceVersion = job.ResourceVersion
-			if !w.s.manages(job) {
-				continue
-			}
-			if err := w.send(ev.Type, job, job.ResourceVersion); err != nil {
-				return resourceVersion, err
-			}
-		}
-	}
+	return w.send(ev.Type, job, job.ResourceVersion)
 }
 
 func (w *jobWatch) send(t watch.EventType, job *batchv1.Job, resumeFrom string) error {
