@@ -171,13 +171,17 @@ func (x *PlanSyncResponse) GetPlan() *SyncPlan {
 	return nil
 }
 
-// StreamPlanSyncRequest is one snapshot on a StreamPlanSync stream.
+// StreamPlanSyncRequest is one snapshot on a StreamPlanSync stream, in full
+// or as a delta: exactly one of request and delta is set.
 type StreamPlanSyncRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Caller-chosen id, echoed in the response.
+	// Caller-chosen id, echoed in the response; unique on the stream, as it
+	// names the snapshot a later delta may be based on.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// The snapshot.
-	Request       *PlanSyncRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	// The snapshot in full.
+	Request *PlanSyncRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	// The snapshot as a change of an earlier one of the same Job.
+	Delta         *PlanSyncDelta `protobuf:"bytes,3,opt,name=delta,proto3" json:"delta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -226,6 +230,149 @@ func (x *StreamPlanSyncRequest) GetRequest() *PlanSyncRequest {
 	return nil
 }
 
+func (x *StreamPlanSyncRequest) GetDelta() *PlanSyncDelta {
+	if x != nil {
+		return x.Delta
+	}
+	return nil
+}
+
+// PlanSyncDelta is a snapshot of a Job given as its difference from the base:
+// the snapshot of the request base_id of the same Job on the same stream.
+// The snapshot it stands for is the base's Job (or job when set) and the
+// base's pods, less removed_pod_uids, with each of upserted_pods added or, when
+// the base holds a pod of that UID, replacing it; the fields of the sync
+// (now, expectations, finalizer removals, backoff record, tracking
+// finalizer) are given in full, as in PlanSyncRequest, and nothing of them
+// is taken from the base. Pods are matched by UID alone: the sender decides
+// what changed (by resourceVersion, for the executor).
+type PlanSyncDelta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of the request whose snapshot this delta changes: the last
+	// request of this Job on the stream that was answered with a plan.
+	BaseId string `protobuf:"bytes,1,opt,name=base_id,json=baseId,proto3" json:"base_id,omitempty"`
+	// The Job's UID; required, and job.metadata.uid when job is set.
+	JobUid string `protobuf:"bytes,2,opt,name=job_uid,json=jobUid,proto3" json:"job_uid,omitempty"`
+	// The Job when it changed since the base; unset: the base's Job.
+	Job *Job `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"`
+	// Pods new or changed since the base, in any order, each UID once.
+	UpsertedPods []*Pod `protobuf:"bytes,4,rep,name=upserted_pods,json=upsertedPods,proto3" json:"upserted_pods,omitempty"`
+	// UIDs of the base's pods gone since, each once, none of them upserted.
+	RemovedPodUids []string `protobuf:"bytes,5,rep,name=removed_pod_uids,json=removedPodUids,proto3" json:"removed_pod_uids,omitempty"`
+	// As PlanSyncRequest.now. Required.
+	Now *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=now,proto3" json:"now,omitempty"`
+	// As PlanSyncRequest.expectations.
+	Expectations *Expectations `protobuf:"bytes,7,opt,name=expectations,proto3" json:"expectations,omitempty"`
+	// As PlanSyncRequest.finalizer_removals_in_flight.
+	FinalizerRemovalsInFlight []string `protobuf:"bytes,8,rep,name=finalizer_removals_in_flight,json=finalizerRemovalsInFlight,proto3" json:"finalizer_removals_in_flight,omitempty"`
+	// As PlanSyncRequest.backoff_record.
+	BackoffRecord *BackoffRecord `protobuf:"bytes,9,opt,name=backoff_record,json=backoffRecord,proto3" json:"backoff_record,omitempty"`
+	// As PlanSyncRequest.tracking_finalizer.
+	TrackingFinalizer string `protobuf:"bytes,10,opt,name=tracking_finalizer,json=trackingFinalizer,proto3" json:"tracking_finalizer,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *PlanSyncDelta) Reset() {
+	*x = PlanSyncDelta{}
+	mi := &file_jobplane_v1_planner_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanSyncDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanSyncDelta) ProtoMessage() {}
+
+func (x *PlanSyncDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_jobplane_v1_planner_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanSyncDelta.ProtoReflect.Descriptor instead.
+func (*PlanSyncDelta) Descriptor() ([]byte, []int) {
+	return file_jobplane_v1_planner_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PlanSyncDelta) GetBaseId() string {
+	if x != nil {
+		return x.BaseId
+	}
+	return ""
+}
+
+func (x *PlanSyncDelta) GetJobUid() string {
+	if x != nil {
+		return x.JobUid
+	}
+	return ""
+}
+
+func (x *PlanSyncDelta) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *PlanSyncDelta) GetUpsertedPods() []*Pod {
+	if x != nil {
+		return x.UpsertedPods
+	}
+	return nil
+}
+
+func (x *PlanSyncDelta) GetRemovedPodUids() []string {
+	if x != nil {
+		return x.RemovedPodUids
+	}
+	return nil
+}
+
+func (x *PlanSyncDelta) GetNow() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+func (x *PlanSyncDelta) GetExpectations() *Expectations {
+	if x != nil {
+		return x.Expectations
+	}
+	return nil
+}
+
+func (x *PlanSyncDelta) GetFinalizerRemovalsInFlight() []string {
+	if x != nil {
+		return x.FinalizerRemovalsInFlight
+	}
+	return nil
+}
+
+func (x *PlanSyncDelta) GetBackoffRecord() *BackoffRecord {
+	if x != nil {
+		return x.BackoffRecord
+	}
+	return nil
+}
+
+func (x *PlanSyncDelta) GetTrackingFinalizer() string {
+	if x != nil {
+		return x.TrackingFinalizer
+	}
+	return ""
+}
+
 // StreamPlanSyncResponse answers one StreamPlanSyncRequest.
 type StreamPlanSyncResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -242,7 +389,7 @@ type StreamPlanSyncResponse struct {
 
 func (x *StreamPlanSyncResponse) Reset() {
 	*x = StreamPlanSyncResponse{}
-	mi := &file_jobplane_v1_planner_service_proto_msgTypes[3]
+	mi := &file_jobplane_v1_planner_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -254,7 +401,7 @@ func (x *StreamPlanSyncResponse) String() string {
 func (*StreamPlanSyncResponse) ProtoMessage() {}
 
 func (x *StreamPlanSyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobplane_v1_planner_service_proto_msgTypes[3]
+	mi := &file_jobplane_v1_planner_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -267,7 +414,7 @@ func (x *StreamPlanSyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamPlanSyncResponse.ProtoReflect.Descriptor instead.
 func (*StreamPlanSyncResponse) Descriptor() ([]byte, []int) {
-	return file_jobplane_v1_planner_service_proto_rawDescGZIP(), []int{3}
+	return file_jobplane_v1_planner_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *StreamPlanSyncResponse) GetId() string {
@@ -302,7 +449,7 @@ type ValidateJobRequest struct {
 
 func (x *ValidateJobRequest) Reset() {
 	*x = ValidateJobRequest{}
-	mi := &file_jobplane_v1_planner_service_proto_msgTypes[4]
+	mi := &file_jobplane_v1_planner_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +461,7 @@ func (x *ValidateJobRequest) String() string {
 func (*ValidateJobRequest) ProtoMessage() {}
 
 func (x *ValidateJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jobplane_v1_planner_service_proto_msgTypes[4]
+	mi := &file_jobplane_v1_planner_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +474,7 @@ func (x *ValidateJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateJobRequest.ProtoReflect.Descriptor instead.
 func (*ValidateJobRequest) Descriptor() ([]byte, []int) {
-	return file_jobplane_v1_planner_service_proto_rawDescGZIP(), []int{4}
+	return file_jobplane_v1_planner_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ValidateJobRequest) GetJob() *Job {
@@ -348,7 +495,7 @@ type ValidateJobResponse struct {
 
 func (x *ValidateJobResponse) Reset() {
 	*x = ValidateJobResponse{}
-	mi := &file_jobplane_v1_planner_service_proto_msgTypes[5]
+	mi := &file_jobplane_v1_planner_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -360,7 +507,7 @@ func (x *ValidateJobResponse) String() string {
 func (*ValidateJobResponse) ProtoMessage() {}
 
 func (x *ValidateJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jobplane_v1_planner_service_proto_msgTypes[5]
+	mi := &file_jobplane_v1_planner_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -373,7 +520,7 @@ func (x *ValidateJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateJobResponse.ProtoReflect.Descriptor instead.
 func (*ValidateJobResponse) Descriptor() ([]byte, []int) {
-	return file_jobplane_v1_planner_service_proto_rawDescGZIP(), []int{5}
+	return file_jobplane_v1_planner_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ValidateJobResponse) GetJob() *Job {
@@ -397,10 +544,23 @@ const file_jobplane_v1_planner_service_proto_rawDesc = "" +
 	"\x0ebackoff_record\x18\x06 \x01(\v2\x1a.jobplane.v1.BackoffRecordR\rbackoffRecord\x12-\n" +
 	"\x12tracking_finalizer\x18\a \x01(\tR\x11trackingFinalizer\"=\n" +
 	"\x10PlanSyncResponse\x12)\n" +
-	"\x04plan\x18\x01 \x01(\v2\x15.jobplane.v1.SyncPlanR\x04plan\"_\n" +
+	"\x04plan\x18\x01 \x01(\v2\x15.jobplane.v1.SyncPlanR\x04plan\"\x91\x01\n" +
 	"\x15StreamPlanSyncRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x126\n" +
-	"\arequest\x18\x02 \x01(\v2\x1c.jobplane.v1.PlanSyncRequestR\arequest\"\x8d\x01\n" +
+	"\arequest\x18\x02 \x01(\v2\x1c.jobplane.v1.PlanSyncRequestR\arequest\x120\n" +
+	"\x05delta\x18\x03 \x01(\v2\x1a.jobplane.v1.PlanSyncDeltaR\x05delta\"\xe6\x03\n" +
+	"\rPlanSyncDelta\x12\x17\n" +
+	"\abase_id\x18\x01 \x01(\tR\x06baseId\x12\x17\n" +
+	"\ajob_uid\x18\x02 \x01(\tR\x06jobUid\x12\"\n" +
+	"\x03job\x18\x03 \x01(\v2\x10.jobplane.v1.JobR\x03job\x125\n" +
+	"\rupserted_pods\x18\x04 \x03(\v2\x10.jobplane.v1.PodR\fupsertedPods\x12(\n" +
+	"\x10removed_pod_uids\x18\x05 \x03(\tR\x0eremovedPodUids\x12,\n" +
+	"\x03now\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x12=\n" +
+	"\fexpectations\x18\a \x01(\v2\x19.jobplane.v1.ExpectationsR\fexpectations\x12?\n" +
+	"\x1cfinalizer_removals_in_flight\x18\b \x03(\tR\x19finalizerRemovalsInFlight\x12A\n" +
+	"\x0ebackoff_record\x18\t \x01(\v2\x1a.jobplane.v1.BackoffRecordR\rbackoffRecord\x12-\n" +
+	"\x12tracking_finalizer\x18\n" +
+	" \x01(\tR\x11trackingFinalizer\"\x8d\x01\n" +
 	"\x16StreamPlanSyncResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x129\n" +
 	"\bresponse\x18\x02 \x01(\v2\x1d.jobplane.v1.PlanSyncResponseR\bresponse\x12(\n" +
@@ -427,45 +587,52 @@ func file_jobplane_v1_planner_service_proto_rawDescGZIP() []byte {
 	return file_jobplane_v1_planner_service_proto_rawDescData
 }
 
-var file_jobplane_v1_planner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_jobplane_v1_planner_service_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_jobplane_v1_planner_service_proto_goTypes = []any{
 	(*PlanSyncRequest)(nil),        // 0: jobplane.v1.PlanSyncRequest
 	(*PlanSyncResponse)(nil),       // 1: jobplane.v1.PlanSyncResponse
 	(*StreamPlanSyncRequest)(nil),  // 2: jobplane.v1.StreamPlanSyncRequest
-	(*StreamPlanSyncResponse)(nil), // 3: jobplane.v1.StreamPlanSyncResponse
-	(*ValidateJobRequest)(nil),     // 4: jobplane.v1.ValidateJobRequest
-	(*ValidateJobResponse)(nil),    // 5: jobplane.v1.ValidateJobResponse
-	(*Job)(nil),                    // 6: jobplane.v1.Job
-	(*Pod)(nil),                    // 7: jobplane.v1.Pod
-	(*timestamppb.Timestamp)(nil),  // 8: google.protobuf.Timestamp
-	(*Expectations)(nil),           // 9: jobplane.v1.Expectations
-	(*BackoffRecord)(nil),          // 10: jobplane.v1.BackoffRecord
-	(*SyncPlan)(nil),               // 11: jobplane.v1.SyncPlan
-	(*status.Status)(nil),          // 12: google.rpc.Status
+	(*PlanSyncDelta)(nil),          // 3: jobplane.v1.PlanSyncDelta
+	(*StreamPlanSyncResponse)(nil), // 4: jobplane.v1.StreamPlanSyncResponse
+	(*ValidateJobRequest)(nil),     // 5: jobplane.v1.ValidateJobRequest
+	(*ValidateJobResponse)(nil),    // 6: jobplane.v1.ValidateJobResponse
+	(*Job)(nil),                    // 7: jobplane.v1.Job
+	(*Pod)(nil),                    // 8: jobplane.v1.Pod
+	(*timestamppb.Timestamp)(nil),  // 9: google.protobuf.Timestamp
+	(*Expectations)(nil),           // 10: jobplane.v1.Expectations
+	(*BackoffRecord)(nil),          // 11: jobplane.v1.BackoffRecord
+	(*SyncPlan)(nil),               // 12: jobplane.v1.SyncPlan
+	(*status.Status)(nil),          // 13: google.rpc.Status
 }
 var file_jobplane_v1_planner_service_proto_depIdxs = []int32{
-	6,  // 0: jobplane.v1.PlanSyncRequest.job:type_name -> jobplane.v1.Job
-	7,  // 1: jobplane.v1.PlanSyncRequest.pods:type_name -> jobplane.v1.Pod
-	8,  // 2: jobplane.v1.PlanSyncRequest.now:type_name -> google.protobuf.Timestamp
-	9,  // 3: jobplane.v1.PlanSyncRequest.expectations:type_name -> jobplane.v1.Expectations
-	10, // 4: jobplane.v1.PlanSyncRequest.backoff_record:type_name -> jobplane.v1.BackoffRecord
-	11, // 5: jobplane.v1.PlanSyncResponse.plan:type_name -> jobplane.v1.SyncPlan
+	7,  // 0: jobplane.v1.PlanSyncRequest.job:type_name -> jobplane.v1.Job
+	8,  // 1: jobplane.v1.PlanSyncRequest.pods:type_name -> jobplane.v1.Pod
+	9,  // 2: jobplane.v1.PlanSyncRequest.now:type_name -> google.protobuf.Timestamp
+	10, // 3: jobplane.v1.PlanSyncRequest.expectations:type_name -> jobplane.v1.Expectations
+	11, // 4: jobplane.v1.PlanSyncRequest.backoff_record:type_name -> jobplane.v1.BackoffRecord
+	12, // 5: jobplane.v1.PlanSyncResponse.plan:type_name -> jobplane.v1.SyncPlan
 	0,  // 6: jobplane.v1.StreamPlanSyncRequest.request:type_name -> jobplane.v1.PlanSyncRequest
-	1,  // 7: jobplane.v1.StreamPlanSyncResponse.response:type_name -> jobplane.v1.PlanSyncResponse
-	12, // 8: jobplane.v1.StreamPlanSyncResponse.error:type_name -> google.rpc.Status
-	6,  // 9: jobplane.v1.ValidateJobRequest.job:type_name -> jobplane.v1.Job
-	6,  // 10: jobplane.v1.ValidateJobResponse.job:type_name -> jobplane.v1.Job
-	0,  // 11: jobplane.v1.PlannerService.PlanSync:input_type -> jobplane.v1.PlanSyncRequest
-	2,  // 12: jobplane.v1.PlannerService.StreamPlanSync:input_type -> jobplane.v1.StreamPlanSyncRequest
-	4,  // 13: jobplane.v1.PlannerService.ValidateJob:input_type -> jobplane.v1.ValidateJobRequest
-	1,  // 14: jobplane.v1.PlannerService.PlanSync:output_type -> jobplane.v1.PlanSyncResponse
-	3,  // 15: jobplane.v1.PlannerService.StreamPlanSync:output_type -> jobplane.v1.StreamPlanSyncResponse
-	5,  // 16: jobplane.v1.PlannerService.ValidateJob:output_type -> jobplane.v1.ValidateJobResponse
-	14, // [14:17] is the sub-list for method output_type
-	11, // [11:14] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	3,  // 7: jobplane.v1.StreamPlanSyncRequest.delta:type_name -> jobplane.v1.PlanSyncDelta
+	7,  // 8: jobplane.v1.PlanSyncDelta.job:type_name -> jobplane.v1.Job
+	8,  // 9: jobplane.v1.PlanSyncDelta.upserted_pods:type_name -> jobplane.v1.Pod
+	9,  // 10: jobplane.v1.PlanSyncDelta.now:type_name -> google.protobuf.Timestamp
+	10, // 11: jobplane.v1.PlanSyncDelta.expectations:type_name -> jobplane.v1.Expectations
+	11, // 12: jobplane.v1.PlanSyncDelta.backoff_record:type_name -> jobplane.v1.BackoffRecord
+	1,  // 13: jobplane.v1.StreamPlanSyncResponse.response:type_name -> jobplane.v1.PlanSyncResponse
+	13, // 14: jobplane.v1.StreamPlanSyncResponse.error:type_name -> google.rpc.Status
+	7,  // 15: jobplane.v1.ValidateJobRequest.job:type_name -> jobplane.v1.Job
+	7,  // 16: jobplane.v1.ValidateJobResponse.job:type_name -> jobplane.v1.Job
+	0,  // 17: jobplane.v1.PlannerService.PlanSync:input_type -> jobplane.v1.PlanSyncRequest
+	2,  // 18: jobplane.v1.PlannerService.StreamPlanSync:input_type -> jobplane.v1.StreamPlanSyncRequest
+	5,  // 19: jobplane.v1.PlannerService.ValidateJob:input_type -> jobplane.v1.ValidateJobRequest
+	1,  // 20: jobplane.v1.PlannerService.PlanSync:output_type -> jobplane.v1.PlanSyncResponse
+	4,  // 21: jobplane.v1.PlannerService.StreamPlanSync:output_type -> jobplane.v1.StreamPlanSyncResponse
+	6,  // 22: jobplane.v1.PlannerService.ValidateJob:output_type -> jobplane.v1.ValidateJobResponse
+	20, // [20:23] is the sub-list for method output_type
+	17, // [17:20] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_jobplane_v1_planner_service_proto_init() }
@@ -482,7 +649,7 @@ func file_jobplane_v1_planner_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jobplane_v1_planner_service_proto_rawDesc), len(file_jobplane_v1_planner_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

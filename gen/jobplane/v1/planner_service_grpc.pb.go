@@ -58,6 +58,25 @@ type PlannerServiceClient interface {
 	// one response carrying the same id, in request order. A malformed snapshot
 	// fails only its own response (error set), never the stream.
 	//
+	// A snapshot may be sent in full (request) or as a delta (delta) against
+	// the last snapshot of the same Job on the same stream: the planner keeps,
+	// per stream and per Job UID, the snapshot of the last request of that Job
+	// it answered with a plan, named by that request's id. The plan of a delta
+	// is byte for byte the plan of the full snapshot it stands for. The planner
+	// holds these snapshots within a bound on the pods held over all streams
+	// (flag -stream-snapshot-max-pods), evicting the least recently used, and
+	// drops a Job's snapshot when its plan finds the Job finished, when a
+	// request of that Job fails, and when the stream ends. A reconnecting
+	// client therefore starts with full snapshots.
+	//
+	// Errors (of one response): those of PlanSync, with paths under "request"
+	// replaced by "delta" for a delta ("delta.upsertedPods[2].metadata.uid");
+	// FAILED_PRECONDITION with an ErrorInfo whose reason is
+	// SNAPSHOT_BASE_UNKNOWN (metadata "jobUid", "baseId") when the delta's
+	// base is not the snapshot the planner holds for that Job on this stream
+	// (never sent, evicted, dropped, or superseded by a later request): the
+	// client resends that snapshot in full.
+	//
 	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller.
 	//
 	// Authorization: authentication only (a pure function of the request).
@@ -149,6 +168,25 @@ type PlannerServiceServer interface {
 	// stream open and sends snapshots as they come. Every request gets exactly
 	// one response carrying the same id, in request order. A malformed snapshot
 	// fails only its own response (error set), never the stream.
+	//
+	// A snapshot may be sent in full (request) or as a delta (delta) against
+	// the last snapshot of the same Job on the same stream: the planner keeps,
+	// per stream and per Job UID, the snapshot of the last request of that Job
+	// it answered with a plan, named by that request's id. The plan of a delta
+	// is byte for byte the plan of the full snapshot it stands for. The planner
+	// holds these snapshots within a bound on the pods held over all streams
+	// (flag -stream-snapshot-max-pods), evicting the least recently used, and
+	// drops a Job's snapshot when its plan finds the Job finished, when a
+	// request of that Job fails, and when the stream ends. A reconnecting
+	// client therefore starts with full snapshots.
+	//
+	// Errors (of one response): those of PlanSync, with paths under "request"
+	// replaced by "delta" for a delta ("delta.upsertedPods[2].metadata.uid");
+	// FAILED_PRECONDITION with an ErrorInfo whose reason is
+	// SNAPSHOT_BASE_UNKNOWN (metadata "jobUid", "baseId") when the delta's
+	// base is not the snapshot the planner holds for that Job on this stream
+	// (never sent, evicted, dropped, or superseded by a later request): the
+	// client resends that snapshot in full.
 	//
 	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller.
 	//
