@@ -1,0 +1,205 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/kubetest"
+)
+
+// The cron controller's roles in deploy/ are exactly what it uses: as its
+// ServiceAccount every request of the controller and of the CronJob RPCs
+// works, and without any one permission of its roles something fails. The
+// requests are made here directly, as the service makes them (server-side
+// dry runs where they would change something); the Jobs it creates and
+// deletes through the executor are created and deleted as it, since the
+// executor impersonates its caller. The API server enforces owner
+// references' permissions, as production clusters do, so a Job blocking
+// its CronJob's deletion needs update on cronjobs/finalizers.
+func TestTheCronControllersRolesAreExactlyWhatItUses(t *testing.T) {
+	apiserver := kubetest.StartAPIServer(t, kubetest.WithFlags("--enable-admission-plugins=OwnerReferencesPermissionEnforcement"))
+	kubetest.InstallCRDs(t, apiserver.Config)
+	deploy := filepath.Join("..", "..", "..", "..", "deploy", "kubernetes")
+	apiserver.Apply(t, filepath.Join(deploy, "00-namespace.yaml"), filepath.Join(deploy, "20-rbac.yaml"))
+	identity := apiserver.ServiceAccountConfig(t, "jobplane-system", "jobplane-cron")
+	kube, err := kubernetes.NewForConfig(identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := apiserver.Client
+	adminDyn, err := dynamic.NewForConfig(apiserver.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the controller works on: a CronJob, one of its Jobs, an event, the Lease.
+	u, err := cronapi.ToUnstructured(cronJob("nightly"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := adminDyn.Resource(cronapi.GroupVersionResource).Namespace(namespace).Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := metav1.OwnerReference{APIVersion: cronapi.APIVersion, Kind: cronapi.Kind, Name: stored.GetName(), UID: stored.GetUID(),
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+	run := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly-29922375", Namespace: namespace, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec:       *cronJob("nightly").Spec.JobTemplate.Spec.DeepCopy(),
+	}
+	existingJob, err := admin.BatchV1().Jobs(namespace).Create(ctx, run.DeepCopy(), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: "nightly.", Namespace: namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: cronapi.Kind, APIVersion: cronapi.APIVersion, Namespace: namespace, Name: "nightly", UID: stored.GetUID()},
+		Reason:         "SuccessfulCreate", Message: "Created job nightly-29922375", Type: corev1.EventTypeNormal, Count: 1,
+	}
+	existingEvent, err := admin.CoreV1().Events(namespace).Create(ctx, event, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "jobplane-cron", Namespace: "jobplane-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("replica-1"), LeaseDurationSeconds: ptr.To[int32](15)}}
+	if _, err := admin.CoordinationV1().Leases("jobplane-system").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	cronJobs := dyn.Resource(cronapi.GroupVersionResource)
+	dryRun := []string{metav1.DryRunAll}
+	steps := []struct {
+		what string
+		do   func(context.Context) error
+	}{
+		// The informers, and the live reads of a sync.
+		{"list and watch CronJobs", func(ctx context.Context) error {
+			list, err := cronJobs.List(ctx, metav1.ListOptions{Limit: 1})
+			if err != nil {
+				return err
+			}
+			w, err := cronJobs.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion(), TimeoutSeconds: ptr.To[int64](1)})
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}},
+		{"list and watch Jobs", func(ctx context.Context) error {
+			list, err := kube.BatchV1().Jobs("").List(ctx, metav1.ListOptions{Limit: 1})
+			if err != nil {
+				return err
+			}
+			w, err := kube.BatchV1().Jobs("").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, TimeoutSeconds: ptr.To[int64](1)})
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}},
+		{"read a CronJob", func(ctx context.Context) error {
+			_, err := cronJobs.Namespace(namespace).Get(ctx, "nightly", metav1.GetOptions{})
+			return err
+		}},
+		{"read a Job", func(ctx context.Context) error {
+			_, err := kube.BatchV1().Jobs(namespace).Get(ctx, existingJob.Name, metav1.GetOptions{})
+			return err
+		}},
+		// The sync's writes.
+		{"write a CronJob's status", func(ctx context.Context) error {
+			fresh, err := adminDyn.Resource(cronapi.GroupVersionResource).Namespace(namespace).Get(ctx, "nightly", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			_, err = cronJobs.Namespace(namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{DryRun: dryRun})
+			return err
+		}},
+		{"create a run's Job, owned by its CronJob (SubmitJob, as cron)", func(ctx context.Context) error {
+			job := run.DeepCopy()
+			job.Name = "nightly-29922376"
+			_, err := kube.BatchV1().Jobs(namespace).Create(ctx, job, metav1.CreateOptions{DryRun: dryRun})
+			return err
+		}},
+		{"delete a run's Job (DeleteJob, as cron)", func(ctx context.Context) error {
+			return kube.BatchV1().Jobs(namespace).Delete(ctx, existingJob.Name, metav1.DeleteOptions{DryRun: dryRun, Preconditions: &metav1.Preconditions{UID: &existingJob.UID}})
+		}},
+		{"record an event", func(ctx context.Context) error {
+			_, err := kube.CoreV1().Events(namespace).Create(ctx, event, metav1.CreateOptions{DryRun: dryRun})
+			return err
+		}},
+		{"count a repeated event", func(ctx context.Context) error {
+			_, err := kube.CoreV1().Events(namespace).Patch(ctx, existingEvent.Name, types.StrategicMergePatchType,
+				[]byte(`{"count":2}`), metav1.PatchOptions{DryRun: dryRun})
+			return err
+		}},
+		// The CronJob RPCs, once their caller is authorized.
+		{"CreateCronJob", func(ctx context.Context) error {
+			u, err := cronapi.ToUnstructured(cronJob("weekly"))
+			if err == nil {
+				_, err = cronJobs.Namespace(namespace).Create(ctx, u, metav1.CreateOptions{DryRun: dryRun})
+			}
+			return err
+		}},
+		{"UpdateCronJob", func(ctx context.Context) error {
+			fresh, err := cronJobs.Namespace(namespace).Get(ctx, "nightly", metav1.GetOptions{})
+			if err == nil {
+				_, err = cronJobs.Namespace(namespace).Update(ctx, fresh, metav1.UpdateOptions{DryRun: dryRun})
+			}
+			return err
+		}},
+		{"DeleteCronJob", func(ctx context.Context) error {
+			return cronJobs.Namespace(namespace).Delete(ctx, "nightly", metav1.DeleteOptions{DryRun: dryRun})
+		}},
+		// Leader election.
+		{"hold the Lease", func(ctx context.Context) error {
+			leases := kube.CoordinationV1().Leases("jobplane-system")
+			held, err := leases.Get(ctx, "jobplane-cron", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if _, err := leases.Update(ctx, held, metav1.UpdateOptions{DryRun: dryRun}); err != nil {
+				return err
+			}
+			fresh := lease.DeepCopy()
+			fresh.Name = "jobplane-cron-new"
+			_, err = leases.Create(ctx, fresh, metav1.CreateOptions{DryRun: dryRun})
+			return err
+		}},
+	}
+	probe := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var errs []error
+		for _, step := range steps {
+			if err := step.do(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", step.what, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, role := range []struct{ namespace, name string }{{"", "jobplane-cron-controller"}, {"jobplane-system", "jobplane-cron-leader"}} {
+		if unneeded := apiserver.EachPermissionIsNeeded(t, role.namespace, role.name, 5*time.Second, probe); len(unneeded) > 0 {
+			t.Errorf("%s grants what cron does not use: %v", role.name, unneeded)
+		}
+	}
+}
