@@ -302,3 +302,25 @@ func ownedJob(cj *cronapi.CronJob, name string) *batchv1.Job {
 		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
 	}
 }
+
+// A manual run under BufferOne while a Job is active replaces what is
+// pending, and the answer says what was queued.
+func TestTriggerUnderBufferOneQueues(t *testing.T) {
+	cj := everyMinute("cj", func(cj *cronapi.CronJob) { cj.Spec.ConcurrencyPolicy = cronapi.BufferOne })
+	running := ownedJob(cj, decide.JobName("cj", minute))
+	cj.Status.Active = []corev1.ObjectReference{{Kind: "Job", APIVersion: "batch/v1", Namespace: testNamespace, Name: running.Name, UID: running.UID}}
+	cj.Status.PendingRuns = []cronapi.PendingRun{{ScheduledTime: metav1.NewTime(minute.Add(time.Minute)), Trigger: cronapi.TriggerSchedule}}
+	f := newFixture(t, cj)
+	f.putJob(running)
+	f.clock.SetTime(minute.Add(70 * time.Second))
+	resp, err := f.c.Trigger(context.Background(), testNamespace, "cj", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetJob() != nil || resp.GetQueued().GetTrigger() != cronapi.TriggerManual || !resp.GetQueued().GetScheduledTime().AsTime().Equal(f.clock.Now()) {
+		t.Errorf("answer %v, want the manual run queued", resp)
+	}
+	if got := f.cronJob("cj").Status.PendingRuns; len(got) != 1 || got[0].Trigger != cronapi.TriggerManual {
+		t.Errorf("pending %+v, want only the manual run", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/services/cron/internal/decide"
 )
@@ -35,8 +36,8 @@ func (c *Controller) Trigger(ctx context.Context, namespace, name string, ignore
 	resp := &jobplanev1.TriggerCronJobResponse{}
 	if len(out.created) > 0 {
 		resp.Job = out.created[0]
-	} else if n := len(p.Status.PendingRuns); n > 0 && len(p.Status.PendingRuns) > len(in.CronJob.Status.PendingRuns) {
-		resp.Queued = kubeconv.CronJobStatusFromKube(&p.Status).GetPendingRuns()[n-1]
+	} else if queued := newPendingRuns(in.CronJob.Status, p.Status); len(queued) > 0 {
+		resp.Queued = queued[0]
 	}
 	return resp, nil
 }
@@ -58,20 +59,26 @@ func (c *Controller) Backfill(ctx context.Context, req *jobplanev1.BackfillCronJ
 		return nil, apierr.New(codes.Unavailable, "RUN_FAILED", nil, "the backfill of %s/%s stopped: %v", req.GetNamespace(), req.GetName(), out.err)
 	}
 	c.queue.Add(req.GetNamespace() + "/" + req.GetName())
-	resp := &jobplanev1.BackfillCronJobResponse{Jobs: out.created}
-	queued := map[int64]bool{}
-	for _, r := range in.CronJob.Status.PendingRuns {
-		queued[r.ScheduledTime.UnixNano()] = true
-	}
-	for _, r := range kubeconv.CronJobStatusFromKube(&p.Status).GetPendingRuns() {
-		if !queued[r.GetScheduledTime().AsTime().UnixNano()] {
-			resp.Queued = append(resp.Queued, r)
-		}
-	}
+	resp := &jobplanev1.BackfillCronJobResponse{Jobs: out.created, Queued: newPendingRuns(in.CronJob.Status, p.Status)}
 	for _, t := range p.Skipped {
 		resp.Skipped = append(resp.Skipped, kubeconv.TimeFromKube(ptrTime(t)))
 	}
 	return resp, nil
+}
+
+// newPendingRuns are the runs after queues that before did not.
+func newPendingRuns(before, after cronapi.CronJobStatus) []*jobplanev1.PendingRun {
+	had := map[cronapi.PendingRun]bool{}
+	for _, r := range before.PendingRuns {
+		had[cronapi.PendingRun{ScheduledTime: metav1.NewTime(r.ScheduledTime.UTC()), Trigger: r.Trigger}] = true
+	}
+	var out []*jobplanev1.PendingRun
+	for _, r := range after.PendingRuns {
+		if !had[cronapi.PendingRun{ScheduledTime: metav1.NewTime(r.ScheduledTime.UTC()), Trigger: r.Trigger}] {
+			out = append(out, &jobplanev1.PendingRun{ScheduledTime: kubeconv.TimeFromKube(&r.ScheduledTime), Trigger: r.Trigger})
+		}
+	}
+	return out
 }
 
 // lockedInput locks a CronJob and reads what a decision about it needs, the
