@@ -49,7 +49,9 @@ func scheduledRuns(t *testing.T, w *jobWatch, cronJob string, until time.Time) [
 	return out
 }
 
-func runAt(at time.Time, trigger string) string { return at.UTC().Format(time.TimeOnly) + " " + trigger }
+func runAt(at time.Time, trigger string) string {
+	return at.UTC().Format(time.TimeOnly) + " " + trigger
+}
 
 // missedRunsMetric is the cron service's count of scheduled runs that will
 // not happen.
