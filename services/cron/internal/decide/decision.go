@@ -246,14 +246,12 @@ func ApplyCreated(status *cronapi.CronJobStatus, c *CreateJob, created *batchv1.
 // readSchedule reads the CronJob's schedule in its zone with its
 // daylight-saving policy, as the sync does, without events.
 func (d *decision) readSchedule() (schedule.Schedule, error) {
-	loc := d.local
 	if tz := d.cj.Spec.TimeZone; tz != nil {
-		var err error
-		if loc, err = schedule.LoadZone(*tz, d.local); err != nil {
+		if _, err := schedule.LoadZone(*tz, d.local); err != nil {
 			return schedule.Schedule{}, fmt.Errorf("%w: timeZone: %q: %v", ErrInvalidSchedule, *tz, err)
 		}
 	}
-	sched, err := schedule.ParseReference(d.cj.Spec.Schedule, loc)
+	sched, err := schedule.ParseReference(formatSchedule(d.cj, d.local), d.local)
 	if err != nil {
 		return schedule.Schedule{}, fmt.Errorf("%w: schedule: %q: %v", ErrInvalidSchedule, d.cj.Spec.Schedule, err)
 	}

@@ -71,8 +71,10 @@ func jobRef(job *batchv1.Job) corev1.ObjectReference {
 }
 
 // ownedJobs are the Jobs whose controller owner reference carries the
-// CronJob's UID, by name. Matching the UID, not the name as the reference
-// does, keeps a recreated CronJob from adopting its predecessor's Jobs.
+// CronJob's UID, in their input order (the reference goes through its Jobs
+// in the order it is given them, and its events follow it). Matching the
+// UID, not the name as the reference does, keeps a recreated CronJob from
+// adopting its predecessor's Jobs.
 func ownedJobs(cj *cronapi.CronJob, jobs []*batchv1.Job) []*batchv1.Job {
 	var owned []*batchv1.Job
 	for _, job := range jobs {
@@ -80,7 +82,6 @@ func ownedJobs(cj *cronapi.CronJob, jobs []*batchv1.Job) []*batchv1.Job {
 			owned = append(owned, job)
 		}
 	}
-	slices.SortFunc(owned, func(a, b *batchv1.Job) int { return strings.Compare(a.Name, b.Name) })
 	return owned
 }
 
@@ -93,6 +94,14 @@ func finishedCondition(job *batchv1.Job) (bool, batchv1.JobConditionType) {
 		}
 	}
 	return false, ""
+}
+
+// isSucceeded is the reference's jobutil.IsJobSucceeded: a true Complete
+// condition, wherever it is.
+func isSucceeded(job *batchv1.Job) bool {
+	return slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool {
+		return c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
+	})
 }
 
 func isFinished(job *batchv1.Job) bool {

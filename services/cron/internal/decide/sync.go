@@ -124,7 +124,9 @@ func (d *decision) reconcileOwnedJobs() {
 			d.event(corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", job.Name, condition)
 			d.updateStatus = true
 		}
-		if condition == batchv1.JobComplete {
+		// The reference's jobutil.IsJobSucceeded: any true Complete
+		// condition, even after a true Failed one that named the event.
+		if isSucceeded(job) {
 			if status.LastSuccessfulTime == nil {
 				status.LastSuccessfulTime = job.Status.CompletionTime
 				d.updateStatus = true
@@ -174,6 +176,23 @@ func (d *decision) observeSchedule() {
 	status.ObservedSchedule = current
 }
 
+// formatSchedule is the reference's: the schedule as it is, when it
+// mentions TZ or its zone cannot be loaded, else prefixed with "TZ=<zone> "
+// when spec.timeZone is set (robfig then trims what follows the zone).
+func formatSchedule(cj *cronapi.CronJob, local *time.Location) string {
+	spec := cj.Spec.Schedule
+	if strings.Contains(spec, "TZ") {
+		return spec
+	}
+	if tz := cj.Spec.TimeZone; tz != nil {
+		if _, err := schedule.LoadZone(*tz, local); err != nil {
+			return spec
+		}
+		return fmt.Sprintf("TZ=%s %s", *tz, spec)
+	}
+	return spec
+}
+
 // parseSchedule reads the schedule as the reference's formatSchedule and
 // ParseCronScheduleWithPanicRecovery do, with their events.
 func (d *decision) parseSchedule() (schedule.Schedule, bool) {
@@ -181,7 +200,7 @@ func (d *decision) parseSchedule() (schedule.Schedule, bool) {
 	if strings.Contains(spec, "TZ") {
 		d.event(corev1.EventTypeWarning, "UnsupportedSchedule", "CRON_TZ or TZ used in schedule %q is not officially supported, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details", spec)
 	}
-	sched, err := schedule.ParseReference(spec, d.zone())
+	sched, err := schedule.ParseReference(formatSchedule(d.cj, d.local), d.local)
 	if err != nil {
 		d.event(corev1.EventTypeWarning, "UnparseableSchedule", "unparseable schedule: %q : %s", spec, err)
 		return schedule.Schedule{}, false
@@ -235,7 +254,11 @@ func (d *decision) tooLate(t time.Time) bool {
 // every run the reference starts is started identically and its
 // TooManyMissedTimes warning counts as the reference's does; when it finds
 // nothing, an unclamped look finds the time the deadline excluded, which is
-// then missed, or, for "@every", the time due since the last run.
+// then missed, or, for "@every", the time due since the last run. The
+// unclamped look adds nothing else: a time after the clamp that the
+// clamped look's approximate count overshot (an irregular schedule) does
+// not start, as in the reference, and an error of the unclamped look is
+// not the reference's, which requeues.
 func (d *decision) runMostRecent() bool {
 	sched, status := *d.sched, d.status()
 	earliestTime := earliest(d.cj, status)
@@ -245,7 +268,10 @@ func (d *decision) runMostRecent() bool {
 	}
 	due, missedGrade, err := mostRecentScheduleTime(clamped, d.now, sched)
 	if err == nil && due == nil && clamped != earliestTime {
-		due, _, err = mostRecentScheduleTime(earliestTime, d.now, sched)
+		if unclamped, _, err := mostRecentScheduleTime(earliestTime, d.now, sched); err == nil && unclamped != nil &&
+			(sched.IsEvery() || !unclamped.After(clamped)) {
+			due = unclamped
+		}
 	} else if due != nil && missedGrade == manyMissed {
 		d.event(corev1.EventTypeWarning, "TooManyMissedTimes", "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
 	}
@@ -372,7 +398,7 @@ func (d *decision) startDue(runs []dueRun) {
 		d.create(runs[0], JobName(d.cj.Name, runs[0].scheduled))
 	case policy == batchv1.ReplaceConcurrent:
 		for _, ref := range slices.Clone(status.Active) {
-			d.deleteJob(ref, "Replace", fmt.Sprintf("Job %s is still running at the next scheduled start time and the concurrency policy is Replace.", ref.Name))
+			d.deleteJob(d.replaced(ref), "Replace", fmt.Sprintf("Job %s is still running at the next scheduled start time and the concurrency policy is Replace.", ref.Name))
 		}
 		for _, run := range runs[:len(runs)-1] {
 			d.miss(run.scheduled)
@@ -383,6 +409,19 @@ func (d *decision) startDue(runs []dueRun) {
 			d.create(run, JobName(d.cj.Name, run.scheduled))
 		}
 	}
+}
+
+// replaced is the Job Replace deletes for an active reference: as the
+// reference, the Job its GET of the reference's namespace and name returns
+// (whose UID leaves the active list, so a reference whose UID is not that
+// Job's stays), or the reference itself when the input has no such Job.
+func (d *decision) replaced(ref corev1.ObjectReference) corev1.ObjectReference {
+	for _, job := range d.in.Jobs {
+		if job.Namespace == ref.Namespace && job.Name == ref.Name {
+			return jobRef(job)
+		}
+	}
+	return ref
 }
 
 // startPendingRun starts the oldest pending run when no Job was active at

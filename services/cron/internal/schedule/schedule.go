@@ -73,10 +73,12 @@ func ParseIn(spec string, timeZone *string, local *time.Location, fields Fields)
 }
 
 // ParseReference parses spec as the reference's sync does
-// (ParseCronScheduleWithPanicRecovery of formatSchedule's output), without
-// the apiserver's rules: a TZ= or CRON_TZ= prefix is honoured by robfig, and
-// a spec without one is read in loc. The error is robfig's (or "invalid
-// schedule format: ..." for a spec that makes robfig panic), as the
+// (ParseCronScheduleWithPanicRecovery of formatSchedule's output, which is
+// the caller's to build), without the apiserver's rules: a TZ= or CRON_TZ=
+// prefix is honoured as robfig does, and a spec without one, or with the
+// zone "Local", is read in loc (robfig reads time.Local as the zone of the
+// times it is given: the controller's own). The error is robfig's (or
+// "invalid schedule format: ..." for a spec that makes robfig panic), as the
 // reference's events quote it.
 func ParseReference(spec string, loc *time.Location) (Schedule, error) {
 	s, err := parseStandard(spec)
@@ -84,8 +86,10 @@ func ParseReference(spec string, loc *time.Location) (Schedule, error) {
 		return Schedule{}, err
 	}
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
-		if spec, ok := s.(*cron.SpecSchedule); ok {
-			return Schedule{cron: s, loc: spec.Location}, nil
+		// robfig loaded this name already: it cannot fail here.
+		name := spec[strings.Index(spec, "=")+1 : strings.Index(spec, " ")]
+		if named, err := time.LoadLocation(name); err == nil && named != time.Local {
+			loc = named
 		}
 	}
 	return inZone(s, loc), nil

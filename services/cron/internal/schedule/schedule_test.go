@@ -151,3 +151,28 @@ func assertTimes(t *testing.T, name string, got, want []time.Time) {
 		}
 	}
 }
+
+// robfig reads "TZ=Local" as the zone of the times it is given, which for
+// the reference is the controller's: the loc given, never the process's.
+func TestParseReferenceReadsTZLocalInTheGivenZone(t *testing.T) {
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for spec, want := range map[string]string{
+		"TZ=Local 30 9 * * *":        "2026-01-01T04:00:00Z",
+		"CRON_TZ=Local 30 9 * * *":   "2026-01-01T04:00:00Z",
+		"TZ=Europe/Paris 30 9 * * *": "2026-01-01T08:30:00Z",
+		"TZ= 30 9 * * *":             "2026-01-01T09:30:00Z",
+		"TZ=Europe/Paris @every 1h":  "2026-01-01T01:00:00Z",
+		"30 9 * * *":                 "2026-01-01T04:00:00Z",
+	} {
+		s, err := ParseReference(spec, kolkata)
+		if err != nil {
+			t.Fatalf("%q: %v", spec, err)
+		}
+		if got := s.Next(utc("2026-01-01T00:00:00Z")); !got.Equal(utc(want)) {
+			t.Errorf("%q: next %s, want %s", spec, got.UTC().Format(time.RFC3339), want)
+		}
+	}
+}
