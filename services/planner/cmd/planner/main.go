@@ -3,6 +3,8 @@ package main
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"log/slog"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -11,11 +13,19 @@ import (
 )
 
 func main() {
+	cfg := svc.Config{StreamSnapshotMaxPods: svc.DefaultStreamSnapshotMaxPods}
 	grpcserver.Command{
 		Name:   "planner",
 		Server: grpcserver.Defaults("127.0.0.1:50051", "127.0.0.1:9091"),
+		Flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&cfg.StreamSnapshotMaxPods, "stream-snapshot-max-pods", cfg.StreamSnapshotMaxPods,
+				"the most pods of the snapshots StreamPlanSync keeps, over all streams, as bases of deltas; the least recently used are evicted (0: none kept, every delta is answered FAILED_PRECONDITION)")
+		},
 		Setup: func(_ context.Context, srv *grpcserver.Server, _ *slog.Logger) error {
-			srv.RegisterService(&jobplanev1.PlannerService_ServiceDesc, svc.NewPlannerService())
+			if cfg.StreamSnapshotMaxPods < 0 {
+				return fmt.Errorf("-stream-snapshot-max-pods %d: must not be negative", cfg.StreamSnapshotMaxPods)
+			}
+			srv.RegisterService(&jobplanev1.PlannerService_ServiceDesc, svc.NewPlannerServiceWith(cfg))
 			return nil
 		},
 	}.Main()

@@ -4,37 +4,58 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/jobvalidation"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/planner/internal/engine"
+	"github.com/jobplane/jobplane/services/planner/internal/validation"
 )
 
 // snapshotFromRequest converts a checked PlanSync request for the engine,
 // with the API server's defaults applied to the Job; release recycles the
 // snapshot's pods once the plan is converted.
 func snapshotFromRequest(req *jobplanev1.PlanSyncRequest) (s *engine.Snapshot, release func(), err error) {
-	// The sync semantics read nothing of the pod spec but restartPolicy.
-	job, err := kubeconv.JobToKube(req.GetJob(), kubeconv.RestartPolicyOnly)
+	job, err := jobFromProto(req.GetJob())
 	if err != nil {
 		return nil, nil, err
 	}
-	jobvalidation.DefaultJob(job)
-	s = &engine.Snapshot{
-		Job:               job,
-		Pods:              make([]*corev1.Pod, len(req.GetPods())),
-		Now:               req.GetNow().AsTime(),
-		TrackingFinalizer: req.GetTrackingFinalizer(),
-	}
+	pods := make([]*corev1.Pod, len(req.GetPods()))
 	slab, release := podSlab(len(req.GetPods()))
 	for i, p := range req.GetPods() {
 		kubeconv.PodIntoKube(p, &slab[i])
-		s.Pods[i] = &slab[i]
+		pods[i] = &slab[i]
+	}
+	return engineSnapshot(job, pods, req), release, nil
+}
+
+// jobFromProto converts a checked Job for the engine, with the API server's
+// defaults applied.
+func jobFromProto(j *jobplanev1.Job) (*batchv1.Job, error) {
+	// The sync semantics read nothing of the pod spec but restartPolicy.
+	job, err := kubeconv.JobToKube(j, kubeconv.RestartPolicyOnly)
+	if err != nil {
+		return nil, err
+	}
+	jobvalidation.DefaultJob(job)
+	return job, nil
+}
+
+// engineSnapshot is the engine's snapshot of the Job, its pods and the
+// checked fields of the sync.
+func engineSnapshot(job *batchv1.Job, pods []*corev1.Pod, req validation.SyncFields) *engine.Snapshot {
+	s := &engine.Snapshot{
+		Job:               job,
+		Pods:              pods,
+		Now:               req.GetNow().AsTime(),
+		TrackingFinalizer: req.GetTrackingFinalizer(),
 	}
 	if e := req.GetExpectations(); e != nil {
 		s.Expectations = engine.Expectations{
@@ -47,7 +68,82 @@ func snapshotFromRequest(req *jobplanev1.PlanSyncRequest) (s *engine.Snapshot, r
 		s.FinalizerRemovalsInFlight = append(s.FinalizerRemovalsInFlight, types.UID(uid))
 	}
 	s.Backoff = plan.BackoffRecordFromProto(req.GetBackoffRecord())
-	return s, release, nil
+	return s
+}
+
+// baseFromRequest checks and converts a full snapshot of a stream into the
+// base of later deltas; its pods are its own, not recycled.
+func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest) (*baseSnapshot, error) {
+	if err := validation.Snapshot(req).Err("invalid PlanSync snapshot"); err != nil {
+		return nil, err
+	}
+	job, err := jobFromProto(req.GetJob())
+	if err != nil {
+		return nil, apierr.InvalidArgument("invalid PlanSync snapshot", apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
+	}
+	n := len(req.GetPods())
+	b := &baseSnapshot{
+		jobUID:   req.GetJob().GetMetadata().GetUid(),
+		id:       id,
+		jobProto: req.GetJob(),
+		job:      job,
+		pods:     make([]*corev1.Pod, n),
+		index:    make(map[string]int, n),
+	}
+	slab := make([]corev1.Pod, n)
+	for i, p := range req.GetPods() {
+		kubeconv.PodIntoKube(p, &slab[i])
+		b.pods[i] = &slab[i]
+		b.index[p.GetMetadata().GetUid()] = i
+	}
+	return b, nil
+}
+
+// applyDelta takes the stream's snapshot the delta is based on, checks the
+// delta against it and applies it, converting only the Job (when given) and
+// the upserted pods. The base is out of the store until planned: any error
+// drops it.
+func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta) (*baseSnapshot, error) {
+	b := bases.take(d.GetJobUid())
+	if b == nil || b.id != d.GetBaseId() || d.GetBaseId() == "" {
+		return nil, apierr.New(codes.FailedPrecondition, "SNAPSHOT_BASE_UNKNOWN",
+			map[string]string{"jobUid": d.GetJobUid(), "baseId": d.GetBaseId()},
+			"the planner holds no snapshot %q of Job %q on this stream: send the snapshot in full", d.GetBaseId(), d.GetJobUid())
+	}
+	base := validation.Base{Job: b.jobProto, Pods: len(b.pods), Holds: func(uid string) bool { _, ok := b.index[uid]; return ok }}
+	if err := validation.Delta(d, base).Err("invalid PlanSync delta"); err != nil {
+		return nil, err
+	}
+	if d.GetJob() != nil {
+		job, err := jobFromProto(d.GetJob())
+		if err != nil {
+			return nil, apierr.InvalidArgument("invalid PlanSync delta", apierr.Violation{Field: "delta.job.spec.template.spec", Description: err.Error()})
+		}
+		b.job, b.jobProto = job, d.GetJob()
+	}
+	for _, uid := range d.GetRemovedPodUids() {
+		i := b.index[uid]
+		*b.pods[i] = corev1.Pod{} // a pod of a slab lives as long as the slab
+		last := len(b.pods) - 1
+		if i != last {
+			b.pods[i] = b.pods[last]
+			b.index[string(b.pods[i].UID)] = i
+		}
+		b.pods[last] = nil
+		b.pods = b.pods[:last]
+		delete(b.index, uid)
+	}
+	for _, p := range d.GetUpsertedPods() {
+		uid := p.GetMetadata().GetUid()
+		if i, ok := b.index[uid]; ok {
+			kubeconv.PodIntoKube(p, b.pods[i])
+			continue
+		}
+		b.index[uid] = len(b.pods)
+		b.pods = append(b.pods, kubeconv.PodToKube(p))
+	}
+	b.id = id
+	return b, nil
 }
 
 // slabs recycles the pods of snapshots: a corev1.Pod is large, and a plan

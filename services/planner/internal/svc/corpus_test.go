@@ -61,11 +61,27 @@ func TestFuzzCorpus(t *testing.T) {
 			}
 		}
 	}
+	planned := 0
+	for name, req := range corpusRequests(t) {
+		if _, err := planSync(req); err == nil && strings.HasPrefix(name, "sim-") {
+			planned++
+		} else if err != nil && strings.HasPrefix(name, "sim-") {
+			t.Errorf("%s: a simulated snapshot is refused: %v", name, err)
+		}
+	}
+	if planned < 50 {
+		t.Errorf("only %d simulated snapshots in the corpus", planned)
+	}
+}
+
+// corpusRequests are the requests of the committed corpus that decode, by
+// entry name.
+func corpusRequests(t testing.TB) map[string]*jobplanev1.PlanSyncRequest {
 	entries, err := os.ReadDir(corpusDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	planned := 0
+	out := map[string]*jobplanev1.PlanSyncRequest{}
 	for _, e := range entries {
 		data, err := os.ReadFile(filepath.Join(corpusDir, e.Name()))
 		if err != nil {
@@ -83,13 +99,7 @@ func TestFuzzCorpus(t *testing.T) {
 		if proto.Unmarshal([]byte(raw), req) != nil {
 			continue // fuzzing keeps undecodable inputs too
 		}
-		if _, err := planSync(req); err == nil && strings.HasPrefix(e.Name(), "sim-") {
-			planned++
-		} else if err != nil && strings.HasPrefix(e.Name(), "sim-") {
-			t.Errorf("%s: a simulated snapshot is refused: %v", e.Name(), err)
-		}
+		out[e.Name()] = req
 	}
-	if planned < 50 {
-		t.Errorf("only %d simulated snapshots in the corpus", planned)
-	}
+	return out
 }

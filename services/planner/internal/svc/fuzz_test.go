@@ -15,8 +15,10 @@ import (
 
 // FuzzPlanSync feeds arbitrary bytes as a PlanSync request: every input that
 // decodes is either planned or refused with InvalidArgument, never a panic,
-// and planning it twice gives the same plan. The committed corpus is in
-// testdata/fuzz/FuzzPlanSync; `make fuzz` runs it longer.
+// and planning it twice gives the same plan; sent on a stream as a delta
+// against a base derived from it, it is planned byte for byte the same, or
+// refused likewise. The committed corpus is in testdata/fuzz/FuzzPlanSync;
+// `make fuzz` runs it longer.
 func FuzzPlanSync(f *testing.F) {
 	for _, name := range []string{"plansync-indexed-job.json"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", name))
@@ -49,5 +51,6 @@ func FuzzPlanSync(f *testing.F) {
 		if err != nil || !proto.Equal(first, second) {
 			t.Fatalf("the same request planned twice differs: %v", err)
 		}
+		checkDeltaEquivalence(t, req, len(data))
 	})
 }

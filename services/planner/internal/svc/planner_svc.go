@@ -21,12 +21,28 @@ import (
 // PlannerService implements jobplane.v1.PlannerService.
 type PlannerService struct {
 	jobplanev1.UnimplementedPlannerServiceServer
+	snapshots *snapshotStore
 }
 
 var _ jobplanev1.PlannerServiceServer = (*PlannerService)(nil)
 
-// NewPlannerService returns the service.
-func NewPlannerService() *PlannerService { return &PlannerService{} }
+// Config tunes the service.
+type Config struct {
+	// StreamSnapshotMaxPods bounds the pods of the snapshots StreamPlanSync
+	// keeps as bases of deltas, over all streams; 0 keeps none (every delta
+	// then fails with FAILED_PRECONDITION).
+	StreamSnapshotMaxPods int
+}
+
+// NewPlannerService returns the service with the default configuration.
+func NewPlannerService() *PlannerService {
+	return NewPlannerServiceWith(Config{StreamSnapshotMaxPods: DefaultStreamSnapshotMaxPods})
+}
+
+// NewPlannerServiceWith returns the service configured by cfg.
+func NewPlannerServiceWith(cfg Config) *PlannerService {
+	return &PlannerService{snapshots: newSnapshotStore(max(cfg.StreamSnapshotMaxPods, 0))}
+}
 
 // PlanSync plans one sync of a Job.
 func (s *PlannerService) PlanSync(_ context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
@@ -46,8 +62,11 @@ func planSync(req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, er
 }
 
 // StreamPlanSync answers each snapshot of the stream with its plan, in
-// order; a bad snapshot fails its own answer, not the stream.
+// order; a bad snapshot fails its own answer, not the stream. The last
+// snapshot of each Job is kept as the base of the next delta of that Job.
 func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamPlanSyncServer) error {
+	bases := s.snapshots.stream()
+	defer bases.close()
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -57,7 +76,7 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 			return err
 		}
 		resp := &jobplanev1.StreamPlanSyncResponse{Id: req.GetId()}
-		if plan, err := planSync(req.GetRequest()); err != nil {
+		if plan, err := planStreamed(bases, req); err != nil {
 			resp.Error = status.Convert(err).Proto()
 		} else {
 			resp.Response = plan
@@ -66,6 +85,47 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 			return err
 		}
 	}
+}
+
+// planStreamed plans one request of a stream, full or delta, and keeps its
+// snapshot as the base of the Job's next delta unless it failed or the Job
+// is finished.
+func planStreamed(bases *streamSnapshots, req *jobplanev1.StreamPlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
+	var (
+		b   *baseSnapshot
+		err error
+	)
+	switch full, delta := req.GetRequest(), req.GetDelta(); {
+	case delta != nil && full != nil:
+		bases.take(delta.GetJobUid())
+		bases.take(full.GetJob().GetMetadata().GetUid())
+		return nil, apierr.InvalidArgument("invalid StreamPlanSync request", apierr.Violation{Field: "delta", Description: "Invalid value: exactly one of request and delta may be set"})
+	case delta != nil:
+		b, err = applyDelta(bases, req.GetId(), delta)
+		if err != nil {
+			return nil, err
+		}
+		return planBase(bases, b, delta), nil
+	default:
+		if uid := full.GetJob().GetMetadata().GetUid(); uid != "" {
+			bases.take(uid) // superseded, whatever comes of this request
+		}
+		b, err = baseFromRequest(req.GetId(), full)
+		if err != nil {
+			return nil, err
+		}
+		return planBase(bases, b, full), nil
+	}
+}
+
+// planBase plans the snapshot b with the sync fields of its request and
+// keeps b unless the Job is finished.
+func planBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFields) *jobplanev1.PlanSyncResponse {
+	p := engine.Sync(engineSnapshot(b.job, b.pods, fields))
+	if !p.ReleaseJobState {
+		bases.put(b)
+	}
+	return &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(p)}
 }
 
 // ValidateJob checks a Job as the API server would and returns it defaulted.

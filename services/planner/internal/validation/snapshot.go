@@ -6,6 +6,7 @@ package validation
 import (
 	"fmt"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -29,30 +30,112 @@ const (
 // with its path.
 func Snapshot(req *jobplanev1.PlanSyncRequest) apierr.Violations {
 	var v apierr.Violations
+	checkSync(req, "", &v)
+	jobUID := checkJob(req.GetJob(), &v)
+	checkPods(req.GetPods(), jobUID, req.GetJob().GetMetadata().GetNamespace(), "pods", &v)
+	return v
+}
+
+// SyncFields are the fields of a sync beside the Job and its pods, common to
+// PlanSyncRequest and PlanSyncDelta.
+type SyncFields interface {
+	GetNow() *timestamppb.Timestamp
+	GetExpectations() *jobplanev1.Expectations
+	GetFinalizerRemovalsInFlight() []string
+	GetBackoffRecord() *jobplanev1.BackoffRecord
+	GetTrackingFinalizer() string
+}
+
+// checkSync checks the fields of the sync; prefix is prepended to paths.
+func checkSync(req SyncFields, prefix string, v *apierr.Violations) {
 	if req.GetNow() == nil {
-		v.Add("now", "Required value")
+		v.Add(prefix+"now", "Required value")
 	} else if err := req.GetNow().CheckValid(); err != nil {
-		v.Add("now", "Invalid value: %v", err)
+		v.Add(prefix+"now", "Invalid value: %v", err)
 	}
 	if f := req.GetTrackingFinalizer(); f != "" {
 		for _, msg := range utilvalidation.IsQualifiedName(f) {
-			v.Add("trackingFinalizer", "Invalid value: %q: %s", f, msg)
+			v.Add(prefix+"trackingFinalizer", "Invalid value: %q: %s", f, msg)
 		}
 	}
-	jobUID := checkJob(req.GetJob(), &v)
-	checkPods(req.GetPods(), jobUID, req.GetJob().GetMetadata().GetNamespace(), &v)
 	for i, uid := range req.GetFinalizerRemovalsInFlight() {
 		if uid == "" {
-			v.Add(fmt.Sprintf("finalizerRemovalsInFlight[%d]", i), "Invalid value: \"\": must not be empty")
+			v.Add(fmt.Sprintf("%sfinalizerRemovalsInFlight[%d]", prefix, i), "Invalid value: \"\": must not be empty")
 		}
 	}
 	if b := req.GetBackoffRecord(); b != nil {
 		if b.GetFailuresAfterLastSuccess() < 0 {
-			v.Add("backoffRecord.failuresAfterLastSuccess", "Invalid value: %d: must be greater than or equal to 0", b.GetFailuresAfterLastSuccess())
+			v.Add(prefix+"backoffRecord.failuresAfterLastSuccess", "Invalid value: %d: must be greater than or equal to 0", b.GetFailuresAfterLastSuccess())
 		}
 		if b.GetFailuresAfterLastSuccess() > 0 && b.GetLastFailureTime() == nil {
-			v.Add("backoffRecord.lastFailureTime", "Required value: when failuresAfterLastSuccess is positive")
+			v.Add(prefix+"backoffRecord.lastFailureTime", "Required value: when failuresAfterLastSuccess is positive")
 		}
+	}
+}
+
+// Base is what Delta needs of the snapshot a delta changes.
+type Base struct {
+	// Job is the base's Job.
+	Job *jobplanev1.Job
+	// Pods is the number of the base's pods.
+	Pods int
+	// Holds reports whether the base has a pod of that UID.
+	Holds func(uid string) bool
+}
+
+// Delta checks a delta against its base: the snapshot it stands for is
+// accepted exactly when Snapshot would accept it in full, except that the
+// Job may not change namespace. Paths start with "delta.".
+func Delta(d *jobplanev1.PlanSyncDelta, base Base) apierr.Violations {
+	var v apierr.Violations
+	checkSync(d, "delta.", &v)
+	if d.GetJobUid() == "" {
+		v.Add("delta.jobUid", "Required value")
+	}
+	namespace := base.Job.GetMetadata().GetNamespace()
+	if job := d.GetJob(); job != nil {
+		var jv apierr.Violations
+		checkJob(job, &jv)
+		for _, x := range jv {
+			v = append(v, apierr.Violation{Field: "delta." + x.Field, Description: x.Description})
+		}
+		if uid := job.GetMetadata().GetUid(); uid != "" && uid != d.GetJobUid() {
+			v.Add("delta.job.metadata.uid", "Invalid value: %q: must be the delta's jobUid %q", uid, d.GetJobUid())
+		}
+		if ns := job.GetMetadata().GetNamespace(); ns != namespace {
+			v.Add("delta.job.metadata.namespace", "Invalid value: %q: the base's Job is in namespace %q", ns, namespace)
+		}
+	}
+	upserted := d.GetUpsertedPods()
+	added := 0
+	for _, p := range upserted {
+		if !base.Holds(p.GetMetadata().GetUid()) {
+			added++
+		}
+	}
+	if n := base.Pods + added - len(d.GetRemovedPodUids()); n > MaxPods {
+		v.Add("delta.upsertedPods", "Too many: the snapshot would have %d pods: must have at most %d items", n, MaxPods)
+		return v
+	}
+	checkPods(upserted, d.GetJobUid(), namespace, "delta.upsertedPods", &v)
+	upsertedUIDs := make(map[string]bool, len(upserted))
+	for _, p := range upserted {
+		upsertedUIDs[p.GetMetadata().GetUid()] = true
+	}
+	removed := make(map[string]bool, len(d.GetRemovedPodUids()))
+	for i, uid := range d.GetRemovedPodUids() {
+		path := func() string { return fmt.Sprintf("delta.removedPodUids[%d]", i) }
+		switch {
+		case uid == "":
+			v.Add(path(), "Invalid value: \"\": must not be empty")
+		case removed[uid]:
+			v.Add(path(), "Duplicate value: %q", uid)
+		case upsertedUIDs[uid]:
+			v.Add(path(), "Invalid value: %q: the pod is also upserted", uid)
+		case !base.Holds(uid):
+			v.Add(path(), "Not found: %q: the base has no pod of that UID", uid)
+		}
+		removed[uid] = true
 	}
 	return v
 }
@@ -141,16 +224,16 @@ func checkJob(job *jobplanev1.Job, v *apierr.Violations) string {
 	return meta.GetUid()
 }
 
-func checkPods(pods []*jobplanev1.Pod, jobUID, namespace string, v *apierr.Violations) {
+func checkPods(pods []*jobplanev1.Pod, jobUID, namespace, field string, v *apierr.Violations) {
 	if len(pods) > MaxPods {
-		v.Add("pods", "Too many: %d: must have at most %d items", len(pods), MaxPods)
+		v.Add(field, "Too many: %d: must have at most %d items", len(pods), MaxPods)
 		return
 	}
 	seen := make(map[string]int, len(pods))
 	for i, p := range pods {
 		// Paths are built only for violations: this loop runs on every pod
 		// of every snapshot.
-		path := func(field string) string { return fmt.Sprintf("pods[%d].metadata.%s", i, field) }
+		path := func(name string) string { return fmt.Sprintf("%s[%d].metadata.%s", field, i, name) }
 		meta := p.GetMetadata()
 		if meta.GetName() == "" {
 			v.Add(path("name"), "Required value")
@@ -158,7 +241,7 @@ func checkPods(pods []*jobplanev1.Pod, jobUID, namespace string, v *apierr.Viola
 		if uid := meta.GetUid(); uid == "" {
 			v.Add(path("uid"), "Required value")
 		} else if first, dup := seen[uid]; dup {
-			v.Add(path("uid"), "Duplicate value: %q (also pods[%d])", uid, first)
+			v.Add(path("uid"), "Duplicate value: %q (also %s[%d])", uid, field, first)
 		} else {
 			seen[uid] = i
 		}

@@ -1,0 +1,380 @@
+package svc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
+	"github.com/jobplane/jobplane/services/planner/internal/sim"
+)
+
+// deltaOf is the delta from the snapshot of base to req, by content: the
+// Job when it differs, the pods new or different, the pods gone.
+func deltaOf(baseID string, base, req *jobplanev1.PlanSyncRequest) *jobplanev1.PlanSyncDelta {
+	d := &jobplanev1.PlanSyncDelta{
+		BaseId:                    baseID,
+		JobUid:                    req.GetJob().GetMetadata().GetUid(),
+		Now:                       req.GetNow(),
+		Expectations:              req.GetExpectations(),
+		FinalizerRemovalsInFlight: req.GetFinalizerRemovalsInFlight(),
+		BackoffRecord:             req.GetBackoffRecord(),
+		TrackingFinalizer:         req.GetTrackingFinalizer(),
+	}
+	if !proto.Equal(base.GetJob(), req.GetJob()) {
+		d.Job = req.GetJob()
+	}
+	old := map[string]*jobplanev1.Pod{}
+	for _, p := range base.GetPods() {
+		old[p.GetMetadata().GetUid()] = p
+	}
+	for _, p := range req.GetPods() {
+		uid := p.GetMetadata().GetUid()
+		if o, ok := old[uid]; !ok || !proto.Equal(o, p) {
+			d.UpsertedPods = append(d.UpsertedPods, p)
+		}
+		delete(old, uid)
+	}
+	for _, p := range base.GetPods() {
+		if uid := p.GetMetadata().GetUid(); old[uid] != nil {
+			d.RemovedPodUids = append(d.RemovedPodUids, uid)
+		}
+	}
+	return d
+}
+
+func deterministic(t testing.TB, m proto.Message) []byte {
+	t.Helper()
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// fullPlan is the plan of req planned alone (PlanSync), or its error.
+func fullPlan(t testing.TB, req *jobplanev1.PlanSyncRequest) ([]byte, error) {
+	resp, err := planSync(req)
+	if err != nil {
+		return nil, err
+	}
+	return deterministic(t, resp), nil
+}
+
+func streamed(t testing.TB, bases *streamSnapshots, req *jobplanev1.StreamPlanSyncRequest) ([]byte, error) {
+	resp, err := planStreamed(bases, req)
+	if err != nil {
+		return nil, err
+	}
+	return deterministic(t, resp), nil
+}
+
+// Along simulated lifecycles of every kind, each snapshot sent as a delta
+// against the one before is planned byte for byte as the snapshot in full.
+func TestDeltaPlansAsTheFullSnapshotAlongLifecycles(t *testing.T) {
+	lifecycles := 48
+	if testing.Short() {
+		lifecycles = 12
+	}
+	store := newSnapshotStore(DefaultStreamSnapshotMaxPods)
+	bases := store.stream()
+	deltas, withJob, finished := 0, 0, 0
+	for seed := range uint64(lifecycles) {
+		sc := sim.Generate(seed)
+		var prev *jobplanev1.PlanSyncRequest
+		prevID := ""
+		n := 0
+		sc.Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 3000, seed%2 == 1, func(w *sim.World) {
+			req := requestFromSnapshot(t, w.Snapshot())
+			id := fmt.Sprintf("%s-%d", sc.Name, n)
+			n++
+			want, wantErr := fullPlan(t, req)
+			msg := &jobplanev1.StreamPlanSyncRequest{Id: id, Request: req}
+			if prev != nil {
+				msg = &jobplanev1.StreamPlanSyncRequest{Id: id, Delta: deltaOf(prevID, prev, req)}
+			}
+			_, held := bases.jobs[req.GetJob().GetMetadata().GetUid()]
+			if prev != nil && !held {
+				// The Job finished: the planner dropped it, and says so.
+				if _, err := streamed(t, bases, msg); status.Code(err) != codes.FailedPrecondition {
+					t.Fatalf("%s: a delta on a finished Job's dropped snapshot: %v, want FailedPrecondition", id, err)
+				}
+				msg = &jobplanev1.StreamPlanSyncRequest{Id: id, Request: req}
+			}
+			got, gotErr := streamed(t, bases, msg)
+			if (wantErr == nil) != (gotErr == nil) || !bytes.Equal(got, want) {
+				t.Fatalf("%s: the delta's plan (%v) differs from the full snapshot's (%v)", id, gotErr, wantErr)
+			}
+			if _, held := bases.jobs[req.GetJob().GetMetadata().GetUid()]; !held && gotErr == nil {
+				finished++ // its plan finishes the Job: nothing kept
+			}
+			if msg.GetDelta() != nil {
+				deltas++
+				if msg.GetDelta().GetJob() != nil {
+					withJob++
+				}
+			}
+			prev, prevID = req, id
+		})
+	}
+	if deltas < 500 || withJob == 0 || finished == 0 {
+		t.Errorf("only %d deltas (%d with the Job) and %d finished Jobs", deltas, withJob, finished)
+	}
+	bases.close()
+	if store.heldPods() != 0 || store.heldSnapshots() != 0 {
+		t.Errorf("the closed stream still holds %d pods", store.heldPods())
+	}
+}
+
+// checkDeltaEquivalence plans req in full and as a delta against a base
+// derived from it (some of its pods, some changed, plus a pod it does not
+// have): both plan the same bytes or both refuse with InvalidArgument. It
+// reports whether a delta was planned.
+func checkDeltaEquivalence(t *testing.T, req *jobplanev1.PlanSyncRequest, salt int) bool {
+	t.Helper()
+	base := proto.Clone(req).(*jobplanev1.PlanSyncRequest)
+	base.Pods = nil
+	for i, p := range req.GetPods() {
+		switch (i + salt) % 4 {
+		case 0: // new in req
+		case 1: // changed since the base
+			p = proto.Clone(p).(*jobplanev1.Pod)
+			if p.Status == nil {
+				p.Status = &jobplanev1.PodStatus{}
+			}
+			p.Status.Phase = "Pending"
+			p.Status.Conditions = nil
+			base.Pods = append(base.Pods, p)
+		default:
+			base.Pods = append(base.Pods, p)
+		}
+	}
+	if job := req.GetJob(); job != nil && salt%2 == 0 {
+		gone := &jobplanev1.Pod{Metadata: &jobplanev1.ObjectMeta{
+			Name: "gone", Uid: "gone-" + job.GetMetadata().GetUid(), Namespace: job.GetMetadata().GetNamespace(),
+			OwnerReferences: []*jobplanev1.OwnerReference{{Uid: job.GetMetadata().GetUid(), Controller: proto.Bool(true), Kind: "Job", Name: job.GetMetadata().GetName(), ApiVersion: "batch/v1"}},
+		}, Status: &jobplanev1.PodStatus{Phase: "Running"}}
+		base.Pods = append(base.Pods, gone)
+	}
+	if salt%3 == 0 && base.GetJob().GetStatus() != nil {
+		base.Job.Status.Active++
+	}
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods).stream()
+	defer bases.close()
+	if _, err := planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "base", Request: base}); err != nil {
+		return false // a base refused (or of a finished Job) is not a base
+	}
+	if bases.jobs[req.GetJob().GetMetadata().GetUid()] == nil {
+		return false
+	}
+	want, wantErr := fullPlan(t, req)
+	got, gotErr := streamed(t, bases, &jobplanev1.StreamPlanSyncRequest{Id: "delta", Delta: deltaOf("base", base, req)})
+	if wantErr != nil {
+		if status.Code(gotErr) != codes.InvalidArgument {
+			t.Fatalf("the full snapshot is refused (%v), the delta answers %v", wantErr, gotErr)
+		}
+		return false
+	}
+	if gotErr != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the delta's plan (%v) differs from the full snapshot's", gotErr)
+	}
+	return true
+}
+
+func TestDeltaPlansAsTheFullSnapshotOnTheFuzzCorpus(t *testing.T) {
+	reqs := corpusRequests(t)
+	names := slices.Sorted(maps.Keys(reqs))
+	planned := 0
+	for i, name := range names {
+		t.Run(name, func(t *testing.T) {
+			if checkDeltaEquivalence(t, reqs[name], i) {
+				planned++
+			}
+		})
+	}
+	if planned < 50 {
+		t.Errorf("only %d of %d corpus requests planned as deltas", planned, len(names))
+	}
+	t.Logf("%d of %d corpus requests planned as deltas", planned, len(names))
+}
+
+func failedPrecondition(t *testing.T, err error) {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != codes.FailedPrecondition {
+		t.Fatalf("got %v, want FailedPrecondition", err)
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == "SNAPSHOT_BASE_UNKNOWN" {
+			return
+		}
+	}
+	t.Fatalf("no ErrorInfo SNAPSHOT_BASE_UNKNOWN in %v", st.Details())
+}
+
+// sizedRequest is the indexed Job of testdata with n pods, its UID uid.
+func sizedRequest(t testing.TB, uid string, n int) *jobplanev1.PlanSyncRequest {
+	req := scaledRequest(t, n, 0)
+	req.Job.Metadata.Uid = uid
+	for _, p := range req.Pods {
+		p.Metadata.OwnerReferences[0].Uid = uid
+		p.Metadata.Uid = uid + "-" + p.Metadata.Uid
+	}
+	return req
+}
+
+func TestDeltaAgainstAnUnknownBaseFailsOnlyItsResponse(t *testing.T) {
+	bases := newSnapshotStore(100).stream()
+	req := sizedRequest(t, "job-a", 10)
+	// Never sent.
+	_, err := planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "1", Delta: deltaOf("0", req, req)})
+	failedPrecondition(t, err)
+	if _, err := planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "2", Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	// Not the base held (superseded by request 2).
+	_, err = planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "3", Delta: deltaOf("1", req, req)})
+	failedPrecondition(t, err)
+	// The failure dropped the base: even the right id is unknown now.
+	_, err = planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "4", Delta: deltaOf("2", req, req)})
+	failedPrecondition(t, err)
+	if _, err := planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "5", Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	// An invalid delta is refused with its paths, and drops the base.
+	bad := deltaOf("5", req, req)
+	bad.RemovedPodUids = []string{"nope"}
+	_, err = planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "6", Delta: bad})
+	if status.Code(err) != codes.InvalidArgument || !bytes.Contains([]byte(err.Error()), []byte("delta.removedPodUids[0]")) {
+		t.Fatalf("got %v, want InvalidArgument on delta.removedPodUids[0]", err)
+	}
+	_, err = planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "7", Delta: deltaOf("5", req, req)})
+	failedPrecondition(t, err)
+	// Both forms at once.
+	_, err = planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "8", Request: req, Delta: deltaOf("5", req, req)})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("got %v, want InvalidArgument", err)
+	}
+}
+
+func TestSnapshotsAreEvictedLeastRecentlyUsedFirstWithinTheBound(t *testing.T) {
+	store := newSnapshotStore(25)
+	s1, s2 := store.stream(), store.stream()
+	a, b, c := sizedRequest(t, "job-a", 10), sizedRequest(t, "job-b", 10), sizedRequest(t, "job-c", 10)
+	send := func(s *streamSnapshots, id string, m *jobplanev1.StreamPlanSyncRequest) error {
+		m.Id = id
+		_, err := planStreamed(s, m)
+		return err
+	}
+	if err := send(s1, "a1", &jobplanev1.StreamPlanSyncRequest{Request: a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := send(s2, "b1", &jobplanev1.StreamPlanSyncRequest{Request: b}); err != nil {
+		t.Fatal(err)
+	}
+	// a is used again, so b is the least recently used.
+	if err := send(s1, "a2", &jobplanev1.StreamPlanSyncRequest{Delta: deltaOf("a1", a, a)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := send(s1, "c1", &jobplanev1.StreamPlanSyncRequest{Request: c}); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.heldPods(); got != 20 {
+		t.Errorf("%d pods held, want 20 (bound 25)", got)
+	}
+	failedPrecondition(t, send(s2, "b2", &jobplanev1.StreamPlanSyncRequest{Delta: deltaOf("b1", b, b)}))
+	if err := send(s1, "a3", &jobplanev1.StreamPlanSyncRequest{Delta: deltaOf("a2", a, a)}); err != nil {
+		t.Fatal(err)
+	}
+	// A snapshot beyond the bound is planned, not kept.
+	big := sizedRequest(t, "job-big", 30)
+	if err := send(s2, "big1", &jobplanev1.StreamPlanSyncRequest{Request: big}); err != nil {
+		t.Fatal(err)
+	}
+	failedPrecondition(t, send(s2, "big2", &jobplanev1.StreamPlanSyncRequest{Delta: deltaOf("big1", big, big)}))
+	if got := store.heldPods(); got > 25 {
+		t.Errorf("%d pods held beyond the bound 25", got)
+	}
+	s1.close()
+	s2.close()
+	if store.heldPods() != 0 {
+		t.Errorf("%d pods held after the streams closed", store.heldPods())
+	}
+}
+
+// Over gRPC: deltas on a stream, the snapshots dropped when the stream
+// ends, and a new stream knows none of the old one's bases.
+func TestStreamEndDropsItsSnapshots(t *testing.T) {
+	impl := NewPlannerServiceWith(Config{StreamSnapshotMaxPods: 1000})
+	srv := grpctest.Start(t, func(s *grpcserver.Server) {
+		s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, impl)
+	})
+	c := jobplanev1.NewPlannerServiceClient(srv.Conn)
+	req := sizedRequest(t, "job-a", 12)
+	next := proto.Clone(req).(*jobplanev1.PlanSyncRequest)
+	next.Pods[3].Status.Phase = "Failed"
+	next.Pods = next.Pods[1:]
+	want, err := fullPlan(t, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange := func(stream jobplanev1.PlannerService_StreamPlanSyncClient, m *jobplanev1.StreamPlanSyncRequest) *jobplanev1.StreamPlanSyncResponse {
+		t.Helper()
+		if err := stream.Send(m); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	ctx := context.Background()
+	stream, err := c.StreamPlanSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange(stream, &jobplanev1.StreamPlanSyncRequest{Id: "1", Request: req})
+	resp := exchange(stream, &jobplanev1.StreamPlanSyncRequest{Id: "2", Delta: deltaOf("1", req, next)})
+	if resp.GetError() != nil || !bytes.Equal(deterministic(t, resp.GetResponse()), want) {
+		t.Fatalf("the delta's plan differs from the full snapshot's: %v", resp.GetError())
+	}
+	if got := impl.snapshots.heldPods(); got != 11 {
+		t.Errorf("%d pods held, want 11", got)
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("got %v, want the end of the stream", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); impl.snapshots.heldPods() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pods still held after the stream ended", impl.snapshots.heldPods())
+		}
+	}
+	// A reconnect starts afresh.
+	stream, err = c.StreamPlanSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp = exchange(stream, &jobplanev1.StreamPlanSyncRequest{Id: "3", Delta: deltaOf("2", next, next)})
+	failedPrecondition(t, status.ErrorProto(resp.GetError()))
+	resp = exchange(stream, &jobplanev1.StreamPlanSyncRequest{Id: "4", Request: next})
+	if resp.GetError() != nil || !bytes.Equal(deterministic(t, resp.GetResponse()), want) {
+		t.Fatalf("the full resend's plan differs: %v", resp.GetError())
+	}
+}
