@@ -69,8 +69,11 @@ type PlannerServiceClient interface {
 	// request of that Job fails, and when the stream ends. A reconnecting
 	// client therefore starts with full snapshots.
 	//
-	// Errors (of one response): those of PlanSync, with paths under "request"
-	// replaced by "delta" for a delta ("delta.upsertedPods[2].metadata.uid");
+	// Errors (of one response): those of PlanSync; a delta's paths start with
+	// "delta." ("delta.upsertedPods[2].metadata.uid", "delta.removedPodUids[0]"
+	// for a UID the base does not hold or one also upserted,
+	// "delta.job.metadata.namespace" for a Job moved to another namespace);
+	// INVALID_ARGUMENT when both request and delta are set;
 	// FAILED_PRECONDITION with an ErrorInfo whose reason is
 	// SNAPSHOT_BASE_UNKNOWN (metadata "jobUid", "baseId") when the delta's
 	// base is not the snapshot the planner holds for that Job on this stream
@@ -180,8 +183,11 @@ type PlannerServiceServer interface {
 	// request of that Job fails, and when the stream ends. A reconnecting
 	// client therefore starts with full snapshots.
 	//
-	// Errors (of one response): those of PlanSync, with paths under "request"
-	// replaced by "delta" for a delta ("delta.upsertedPods[2].metadata.uid");
+	// Errors (of one response): those of PlanSync; a delta's paths start with
+	// "delta." ("delta.upsertedPods[2].metadata.uid", "delta.removedPodUids[0]"
+	// for a UID the base does not hold or one also upserted,
+	// "delta.job.metadata.namespace" for a Job moved to another namespace);
+	// INVALID_ARGUMENT when both request and delta are set;
 	// FAILED_PRECONDITION with an ErrorInfo whose reason is
 	// SNAPSHOT_BASE_UNKNOWN (metadata "jobUid", "baseId") when the delta's
 	// base is not the snapshot the planner holds for that Job on this stream
