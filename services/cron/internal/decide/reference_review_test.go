@@ -162,3 +162,80 @@ func TestLocalZoneNameIsInputLocal(t *testing.T) {
 		expectStrings(t, tc.schedule+" created", created(plan), []string{"04:00 Schedule"})
 	}
 }
+
+// The reference's quirk: a succeeded Job without completionTime sets
+// lastSuccessfulTime to nil while it is nil, and asks for a status update
+// every sync.
+func TestSucceededJobWithoutCompletionTimeUpdatesStatusEverySync(t *testing.T) {
+	cj := hourlyCronJob("Allow")
+	job := runningJob(cj, at("01:00:00"))
+	cj.Status.Active = nil
+	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: v1.ConditionTrue}}
+	plan := syncAt(cj, at("01:30:00"), job)
+	if !plan.UpdateStatus || plan.Status.LastSuccessfulTime != nil {
+		t.Errorf("update %t lastSuccessfulTime %v", plan.UpdateStatus, plan.Status.LastSuccessfulTime)
+	}
+	expectStrings(t, "events", events(plan), nil)
+	if plan.RequeueAfter == nil || *plan.RequeueAfter != 30*time.Minute+nextScheduleDelta {
+		t.Errorf("requeue %s", ptrString(plan.RequeueAfter))
+	}
+}
+
+// A CronJob being deleted only has its active list reconciled: no time
+// zone, schedule or run, no requeue.
+func TestDeletingCronJobOnlyReconcilesItsJobs(t *testing.T) {
+	cj := hourlyCronJob("Allow")
+	cj.DeletionTimestamp = &metav1.Time{Time: at("01:10:00")}
+	cj.Spec.TimeZone = ptr.To("Nowhere/Else")
+	cj.Spec.Schedule = "TZ=UTC bad"
+	job := runningJob(cj, at("01:00:00"))
+	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: v1.ConditionTrue}}
+	cj.Status.Active = append(cj.Status.Active, v1.ObjectReference{Kind: "Job", APIVersion: "batch/v1", Namespace: "ns", Name: "gone", UID: "gone"})
+	plan := syncAt(cj, at("02:00:01"), job)
+	expectStrings(t, "events", events(plan), []string{
+		"Normal SawCompletedJob: Saw completed job: " + job.Name + ", condition: Failed",
+		"Normal MissingJob: Active job went missing: gone",
+	})
+	if !plan.UpdateStatus || len(plan.Status.Active) != 0 || plan.RequeueAfter != nil {
+		t.Errorf("update %t active %v requeue %s", plan.UpdateStatus, plan.Status.Active, ptrString(plan.RequeueAfter))
+	}
+}
+
+// The time zone is checked before suspend, the schedule after it.
+func TestSuspendedCronJobWarnsOnlyOfAnUnknownTimeZone(t *testing.T) {
+	cj := hourlyCronJob("Allow")
+	cj.Spec.Suspend = ptr.To(true)
+	cj.Spec.Schedule = "TZ=UTC bad"
+	plan := syncAt(cj, at("02:00:01"))
+	expectStrings(t, "events", events(plan), nil)
+	if plan.UpdateStatus || plan.RequeueAfter != nil {
+		t.Errorf("update %t requeue %s", plan.UpdateStatus, ptrString(plan.RequeueAfter))
+	}
+	cj.Spec.TimeZone = ptr.To("Nowhere/Else")
+	plan = syncAt(cj, at("02:00:01"))
+	expectStrings(t, "events", events(plan), []string{`Warning UnknownTimeZone: invalid timeZone: "Nowhere/Else": unknown time zone Nowhere/Else`})
+	if plan.RequeueAfter != nil {
+		t.Errorf("requeue %s", ptrString(plan.RequeueAfter))
+	}
+}
+
+// A schedule with TZ in it is used as it is, spec.timeZone aside: a
+// warning, then robfig's error on the whole schedule.
+func TestScheduleWithTZIsParsedAsItIs(t *testing.T) {
+	cj := hourlyCronJob("Allow")
+	cj.Spec.TimeZone = ptr.To("Europe/Paris")
+	cj.Spec.Schedule = "TZ=UTC"
+	plan := syncAt(cj, at("02:00:01"))
+	expectStrings(t, "events", events(plan), []string{
+		`Warning UnsupportedSchedule: CRON_TZ or TZ used in schedule "TZ=UTC" is not officially supported, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details`,
+		`Warning UnparseableSchedule: unparseable schedule: "TZ=UTC" : invalid schedule format: runtime error: slice bounds out of range [:-1]`,
+	})
+	// Read in the schedule's zone; the annotation in spec.timeZone's.
+	cj.Spec.Schedule = "TZ=America/New_York 0 21 * * *"
+	cj.Status.LastScheduleTime = nil
+	plan = syncAt(cj, at("2026-01-02T02:00:01Z"))
+	expectStrings(t, "created", created(plan), []string{"02:00 Schedule"})
+	if got := plan.Actions[1].Create.Job.Annotations[batchv1.CronJobScheduledTimestampAnnotation]; got != "2026-01-02T03:00:00+01:00" {
+		t.Errorf("annotation %s", got)
+	}
+}
