@@ -239,3 +239,29 @@ func TestScheduleWithTZIsParsedAsItIs(t *testing.T) {
 		t.Errorf("annotation %s", got)
 	}
 }
+
+// TooManyMissedTimes counts the times from the last run, or from
+// now-startingDeadlineSeconds when that is later: a deadline that leaves
+// few times silences it. The approximate count is the reference's.
+func TestTooManyMissedTimesCountsFromTheDeadline(t *testing.T) {
+	cj := hourlyCronJob("Allow")
+	cj.Spec.Schedule = "* * * * *"
+	plan := syncAt(cj, at("03:00:30"))
+	expectStrings(t, "events", events(plan), []string{"Warning TooManyMissedTimes: too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew"})
+	expectStrings(t, "created", created(plan), []string{"03:00 Schedule"})
+	if plan.RequeueAfter == nil || *plan.RequeueAfter != 30*time.Second+nextScheduleDelta {
+		t.Errorf("requeue %s", ptrString(plan.RequeueAfter))
+	}
+
+	cj.Spec.StartingDeadlineSeconds = ptr.To[int64](200)
+	plan = syncAt(cj, at("03:00:30"))
+	expectStrings(t, "events", events(plan), nil)
+	expectStrings(t, "created", created(plan), []string{"03:00 Schedule"})
+
+	// 100 minutes from 01:00 is not more than 100; 101 is.
+	cj.Spec.StartingDeadlineSeconds = nil
+	expectStrings(t, "events", events(syncAt(cj, at("02:40:59"))), nil)
+	if !hasEvent(syncAt(cj, at("02:41:00")), v1.EventTypeWarning, "TooManyMissedTimes") {
+		t.Errorf("no TooManyMissedTimes at 101 missed")
+	}
+}
