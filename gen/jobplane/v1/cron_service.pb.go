@@ -1146,7 +1146,10 @@ func (*CronJobAction_RecordEvent) isCronJobAction_Kind() {}
 type CreateJobAction struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The complete Job: deterministic name, template, annotations, controller
-	// owner reference.
+	// owner reference. The owner reference names the CronJob's apiVersion and
+	// kind (jobplane.dev/v1 for jobplane's CronJobs, whose Jobs the garbage
+	// collector then deletes with them); a CronJob given without apiVersion is
+	// taken for a batch/v1 one, as in the reference.
 	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
 	// The time the run was scheduled for.
 	ScheduledTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=scheduled_time,json=scheduledTime,proto3" json:"scheduled_time,omitempty"`

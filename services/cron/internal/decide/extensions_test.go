@@ -265,3 +265,22 @@ func TestLocalZoneIsAnInput(t *testing.T) {
 		t.Errorf("annotation %s", got)
 	}
 }
+
+// A jobplane CronJob's Jobs name it as their controller, so the garbage
+// collector deletes them with it; one given without apiVersion (a batch/v1
+// CronJob's fields, as the reference's tests build them) names batch/v1's.
+func TestJobsNameTheirCronJobsKind(t *testing.T) {
+	for apiVersion, want := range map[string]string{cronapi.APIVersion: cronapi.APIVersion, "": "batch/v1", "batch/v1": "batch/v1"} {
+		cj := hourlyCronJob("Allow")
+		cj.APIVersion, cj.Kind = apiVersion, ""
+		plan := syncAt(cj, at("02:00:00.1"))
+		creates := created(plan)
+		if len(creates) != 1 {
+			t.Fatalf("apiVersion %q: created %v", apiVersion, creates)
+		}
+		ref := metav1.GetControllerOf(plan.Actions[len(plan.Actions)-1].Create.Job)
+		if ref == nil || ref.APIVersion != want || ref.Kind != "CronJob" {
+			t.Errorf("apiVersion %q: controller %+v, want %s CronJob", apiVersion, ref, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
@@ -50,7 +52,7 @@ func buildJob(cj *cronapi.CronJob, name string, scheduled time.Time, trigger str
 			Labels:            labels,
 			Annotations:       annotations,
 			CreationTimestamp: metav1.Time{Time: scheduled},
-			OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(cj, cronapi.GroupVersionKind)},
+			OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(cj, ownerKind(cj))},
 		},
 	}
 	template.Spec.DeepCopyInto(&job.Spec)
@@ -153,4 +155,15 @@ func deleteFromActiveList(status *cronapi.CronJobStatus, uid types.UID) {
 		}
 	}
 	status.Active = active
+}
+
+// ownerKind is the kind the Jobs' controller reference names: the CronJob's
+// own (jobplane's CronJobs are jobplane.dev/v1, which the garbage collector
+// follows), and batch/v1's, as the reference, for a CronJob given without
+// apiVersion (PlanCronJob called with a batch/v1 CronJob's fields).
+func ownerKind(cj *cronapi.CronJob) schema.GroupVersionKind {
+	if cj.APIVersion == "" {
+		return batchv1.SchemeGroupVersion.WithKind("CronJob")
+	}
+	return schema.FromAPIVersionAndKind(cj.APIVersion, cmp.Or(cj.Kind, cronapi.Kind))
 }

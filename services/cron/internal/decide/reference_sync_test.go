@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/jobplane/jobplane/lib/cronapi"
 )
 
 // syncAdaptation changes a reference case where the pure decision must
@@ -203,7 +202,7 @@ func TestControllerV2SyncCronJob(t *testing.T) {
 				switch {
 				case ref == nil:
 					t.Errorf("created Job has no controller reference")
-				case ref.APIVersion != cronapi.APIVersion || ref.Kind != "CronJob" || ref.Name != cj.Name || ref.UID != cj.UID || !ptr.Deref(ref.Controller, false):
+				case ref.APIVersion != "batch/v1" || ref.Kind != "CronJob" || ref.Name != cj.Name || ref.UID != cj.UID || !ptr.Deref(ref.Controller, false):
 					t.Errorf("controller reference %+v", ref)
 				}
 			}

@@ -92,7 +92,7 @@ func TestGetJobFromTemplate2(t *testing.T) {
 				t.Errorf("namespace %q creation %s", job.Namespace, job.CreationTimestamp)
 			}
 			ref := metav1.GetControllerOf(job)
-			if ref == nil || ref.APIVersion != "jobplane.dev/v1" || ref.Kind != "CronJob" || ref.UID != cj.UID || !*ref.BlockOwnerDeletion {
+			if ref == nil || ref.APIVersion != "batch/v1" || ref.Kind != "CronJob" || ref.UID != cj.UID || !*ref.BlockOwnerDeletion {
 				t.Errorf("owner %+v", ref)
 			}
 			if _, ok := job.Annotations[cronapi.TriggerAnnotation]; ok {
