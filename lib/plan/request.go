@@ -26,18 +26,7 @@ func NewRequest(job *batchv1.Job, pods []*corev1.Pod, state State, now time.Time
 	for i, p := range pods {
 		req.Pods[i] = kubeconv.PodFromKube(p)
 	}
-	if e := state.Expectations; e.PendingCreations != 0 || e.PendingDeletions != 0 {
-		req.Expectations = &jobplanev1.Expectations{PendingCreations: e.PendingCreations, PendingDeletions: e.PendingDeletions}
-		if !e.RecordedAt.IsZero() {
-			req.Expectations.RecordedAt = timestamppb.New(e.RecordedAt)
-		}
-	}
-	if b := state.Backoff; b != nil {
-		req.BackoffRecord = BackoffRecordToProto(b)
-	}
-	for _, uid := range state.FinalizerRemovalsInFlight {
-		req.FinalizerRemovalsInFlight = append(req.FinalizerRemovalsInFlight, string(uid))
-	}
+	req.Expectations, req.BackoffRecord, req.FinalizerRemovalsInFlight = stateToProto(state)
 	return req
 }
 

@@ -58,6 +58,12 @@ type Planner interface {
 	Plan(ctx context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.SyncPlan, error)
 }
 
+// SnapshotPlanner is a Planner that builds the request itself, as a delta
+// against the last snapshot of the Job when it can (plannerclient.Client).
+type SnapshotPlanner interface {
+	PlanSnapshot(ctx context.Context, snap *plan.Snapshot) (*jobplanev1.SyncPlan, error)
+}
+
 // Config is what a Controller is built from.
 type Config struct {
 	Client    kubernetes.Interface
@@ -279,10 +285,15 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 	if err != nil {
 		return nil, nil, job, err
 	}
-	req := plan.NewRequest(job, pods, state, c.cfg.Clock.Now(), c.cfg.Finalizer)
+	snap := &plan.Snapshot{Job: job, Pods: pods, State: state, Now: c.cfg.Clock.Now(), Finalizer: c.cfg.Finalizer}
 	planStart := time.Now()
 	planCtx, cancel := context.WithTimeout(ctx, plannerTimeout)
-	resp, err := c.cfg.Planner.Plan(planCtx, req)
+	var resp *jobplanev1.SyncPlan
+	if sp, ok := c.cfg.Planner.(SnapshotPlanner); ok {
+		resp, err = sp.PlanSnapshot(planCtx, snap)
+	} else {
+		resp, err = c.cfg.Planner.Plan(planCtx, snap.Request())
+	}
 	cancel()
 	c.metrics.plannerDuration.Observe(time.Since(planStart).Seconds())
 	if err != nil {

@@ -1,6 +1,8 @@
 // Package plannerclient asks the planner for plans over one long-lived
 // StreamPlanSync stream shared by every worker: requests are multiplexed by
 // id, and a broken stream is reopened, with backoff, by the next request.
+// A Job's snapshots after the first on a stream are sent as deltas against
+// the last one the planner planned; a reopened stream starts in full.
 // While the planner is unavailable every request fails with Unavailable, so
 // no action is taken and the caller retries the Job later.
 package plannerclient
@@ -11,14 +13,19 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	libplan "github.com/jobplane/jobplane/lib/plan"
 )
 
 // Client plans over a shared stream.
@@ -32,6 +39,8 @@ type Client struct {
 	nextID  uint64
 	retryAt time.Time
 	backoff time.Duration
+
+	fullResends atomic.Int64
 }
 
 // stream is one open StreamPlanSync call and its requests waiting for an
@@ -44,6 +53,29 @@ type stream struct {
 	mu      sync.Mutex
 	waiting map[string]chan result
 	err     error // set once the stream broke
+	// bases are the last snapshots of each Job the planner planned on this
+	// stream, hence holds unless it evicted them.
+	bases map[types.UID]*libplan.Sent
+}
+
+// takeBase removes and returns the record of the Job's last snapshot.
+func (s *stream) takeBase(uid types.UID) *libplan.Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.bases[uid]
+	delete(s.bases, uid)
+	return b
+}
+
+// putBase records b as the Job's last snapshot planned with p, unless the
+// plan finishes the Job (the planner then drops it) or the stream broke.
+func (s *stream) putBase(uid types.UID, b *libplan.Sent, p *jobplanev1.SyncPlan) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil || p.GetReleaseJobState() {
+		return
+	}
+	s.bases[uid] = b
 }
 
 type result struct {
@@ -76,20 +108,82 @@ func (c *Client) Ready(ctx context.Context) error {
 	return nil
 }
 
-// Plan returns the planner's plan for req. Errors are gRPC status errors:
-// the planner's own (InvalidArgument for a snapshot it refuses) or
-// Unavailable when the stream cannot carry the request.
+// Plan returns the planner's plan for req, sent in full. Errors are gRPC
+// status errors: the planner's own (InvalidArgument for a snapshot it
+// refuses) or Unavailable when the stream cannot carry the request.
 func (c *Client) Plan(ctx context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.SyncPlan, error) {
 	s, id, err := c.open()
 	if err != nil {
 		return nil, err
 	}
+	// The planner now holds this snapshot of the Job, not the one recorded.
+	s.takeBase(types.UID(req.GetJob().GetMetadata().GetUid()))
+	return c.exchange(ctx, s, &jobplanev1.StreamPlanSyncRequest{Id: id, Request: req})
+}
+
+// PlanSnapshot returns the planner's plan for snap, sent as a delta against
+// the last snapshot of the Job planned on the current stream, or in full
+// when there is none (a new stream, a new Job, a failed request) or the
+// planner answers that it no longer holds it. Errors are as Plan's.
+func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*jobplanev1.SyncPlan, error) {
+	s, id, err := c.open()
+	if err != nil {
+		return nil, err
+	}
+	uid := snap.Job.UID
+	// The record is out of the stream's while the request is in flight: a
+	// concurrent sync of the same Job sends in full.
+	base := s.takeBase(uid)
+	if base != nil {
+		d := snap.Delta(base)
+		p, err := c.exchange(ctx, s, &jobplanev1.StreamPlanSyncRequest{Id: id, Delta: d})
+		if err == nil {
+			base.ID = id
+			s.putBase(uid, base, p)
+			return p, nil
+		}
+		if !baseUnknown(err) {
+			return nil, err
+		}
+		c.fullResends.Add(1)
+		if s, id, err = c.open(); err != nil {
+			return nil, err
+		}
+	}
+	p, err := c.exchange(ctx, s, &jobplanev1.StreamPlanSyncRequest{Id: id, Request: snap.Request()})
+	if err == nil {
+		s.putBase(uid, snap.Record(id), p)
+	}
+	return p, err
+}
+
+// FullResends is the number of deltas the planner answered with
+// SNAPSHOT_BASE_UNKNOWN, resent in full.
+func (c *Client) FullResends() int64 { return c.fullResends.Load() }
+
+// baseUnknown: the planner does not hold the delta's base.
+func baseUnknown(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.FailedPrecondition {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == "SNAPSHOT_BASE_UNKNOWN" {
+			return true
+		}
+	}
+	return false
+}
+
+// exchange sends msg on s and waits for its answer.
+func (c *Client) exchange(ctx context.Context, s *stream, msg *jobplanev1.StreamPlanSyncRequest) (*jobplanev1.SyncPlan, error) {
+	id := msg.GetId()
 	ch := make(chan result, 1)
 	if err := s.register(id, ch); err != nil {
 		return nil, err
 	}
 	s.sendMu.Lock()
-	err = s.call.Send(&jobplanev1.StreamPlanSyncRequest{Id: id, Request: req})
+	err := s.call.Send(msg)
 	s.sendMu.Unlock()
 	if err != nil {
 		c.broken(s, err)
@@ -136,7 +230,7 @@ func (c *Client) open() (*stream, string, error) {
 		c.failedOpen()
 		return nil, "", unavailable(err)
 	}
-	s := &stream{call: call, cancel: cancel, waiting: map[string]chan result{}}
+	s := &stream{call: call, cancel: cancel, waiting: map[string]chan result{}, bases: map[types.UID]*libplan.Sent{}}
 	c.stream = s
 	go c.receive(s)
 	return s, id, nil

@@ -83,6 +83,7 @@ func request(name string) *jobplanev1.PlanSyncRequest {
 type planner struct {
 	t      *testing.T
 	impl   *fakePlanner
+	serve  jobplanev1.PlannerServiceServer // served instead of impl when set
 	addr   string
 	srv    *grpc.Server
 	health *health.Server
@@ -110,7 +111,11 @@ func (p *planner) start() {
 	}
 	p.addr = lis.Addr().String()
 	p.srv = grpc.NewServer()
-	jobplanev1.RegisterPlannerServiceServer(p.srv, p.impl)
+	if p.serve != nil {
+		jobplanev1.RegisterPlannerServiceServer(p.srv, p.serve)
+	} else {
+		jobplanev1.RegisterPlannerServiceServer(p.srv, p.impl)
+	}
 	p.health = health.NewServer()
 	healthpb.RegisterHealthServer(p.srv, p.health)
 	p.done = make(chan struct{})

@@ -1,0 +1,159 @@
+package plan
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+)
+
+// held is the planner's side of a stream's snapshot of a Job, as the
+// contract defines a delta's application.
+type held struct {
+	id   string
+	job  *jobplanev1.Job
+	pods map[string]*jobplanev1.Pod
+}
+
+func (h *held) apply(t *testing.T, id string, d *jobplanev1.PlanSyncDelta) *jobplanev1.PlanSyncRequest {
+	t.Helper()
+	if d.GetBaseId() != h.id {
+		t.Fatalf("delta against %q, the base is %q", d.GetBaseId(), h.id)
+	}
+	if d.GetJob() != nil {
+		h.job = d.GetJob()
+	}
+	for _, uid := range d.GetRemovedPodUids() {
+		if h.pods[uid] == nil {
+			t.Fatalf("removed pod %s is not in the base", uid)
+		}
+		delete(h.pods, uid)
+	}
+	for _, p := range d.GetUpsertedPods() {
+		h.pods[p.GetMetadata().GetUid()] = p
+	}
+	h.id = id
+	req := &jobplanev1.PlanSyncRequest{Job: h.job, Now: d.GetNow(), Expectations: d.GetExpectations(),
+		FinalizerRemovalsInFlight: d.GetFinalizerRemovalsInFlight(), BackoffRecord: d.GetBackoffRecord(), TrackingFinalizer: d.GetTrackingFinalizer()}
+	for _, p := range h.pods {
+		req.Pods = append(req.Pods, p)
+	}
+	return req
+}
+
+// sameSnapshot: the same Job, fields and pods, in any order.
+func sameSnapshot(a, b *jobplanev1.PlanSyncRequest) bool {
+	if len(a.GetPods()) != len(b.GetPods()) {
+		return false
+	}
+	pods := map[string]*jobplanev1.Pod{}
+	for _, p := range a.GetPods() {
+		pods[p.GetMetadata().GetUid()] = p
+	}
+	for _, p := range b.GetPods() {
+		if !proto.Equal(pods[p.GetMetadata().GetUid()], p) {
+			return false
+		}
+	}
+	x, y := proto.Clone(a).(*jobplanev1.PlanSyncRequest), proto.Clone(b).(*jobplanev1.PlanSyncRequest)
+	x.Pods, y.Pods = nil, nil
+	return proto.Equal(x, y)
+}
+
+func testPod(i, rv int, phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i), Namespace: "ns", UID: types.UID(fmt.Sprintf("uid-%d", i)), ResourceVersion: strconv.Itoa(rv)},
+		Status:     corev1.PodStatus{Phase: phase},
+	}
+}
+
+// Along random changes (pods added, changed, removed, some without a
+// resourceVersion; the Job changed or not; the executor's state), each
+// delta applied to the planner's base gives the full snapshot, and carries
+// only what changed.
+func TestDeltaAppliedToItsBaseIsTheFullSnapshot(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	rv := 100
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns", UID: "job-uid", ResourceVersion: "1"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever}}}}
+	pods := map[int]*corev1.Pod{}
+	next := 0
+	var base *Sent
+	h := &held{}
+	now := time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
+	for step := range 300 {
+		changes := map[string]bool{}
+		for range r.IntN(6) {
+			rv++
+			switch k := r.IntN(4); {
+			case k == 0 || len(pods) == 0:
+				pods[next] = testPod(next, rv, corev1.PodPending)
+				changes[string(pods[next].UID)] = true
+				next++
+			case k == 1:
+				for i := range pods {
+					delete(pods, i)
+					break
+				}
+			default:
+				for i, p := range pods {
+					p = p.DeepCopy()
+					p.Status.Phase = corev1.PodRunning
+					p.ResourceVersion = strconv.Itoa(rv)
+					if r.IntN(10) == 0 {
+						p.ResourceVersion = ""
+					}
+					pods[i] = p
+					changes[string(p.UID)] = true
+					break
+				}
+			}
+		}
+		if r.IntN(3) == 0 {
+			job = job.DeepCopy()
+			job.Status.Active = int32(len(pods))
+			rv++
+			job.ResourceVersion = strconv.Itoa(rv)
+		}
+		s := &Snapshot{Job: job, Now: now.Add(time.Duration(step) * time.Second), Finalizer: "jobplane.dev/job-tracking",
+			State: State{Expectations: Expectations{PendingCreations: int32(step % 3)}, FinalizerRemovalsInFlight: []types.UID{"x"}}}
+		for _, p := range pods {
+			s.Pods = append(s.Pods, p)
+			if p.ResourceVersion == "" {
+				changes[string(p.UID)] = true
+			}
+		}
+		id := strconv.Itoa(step)
+		want := s.Request()
+		if base == nil || step%50 == 0 { // now and then, in full
+			base = s.Record(id)
+			h = &held{id: id, job: want.GetJob(), pods: map[string]*jobplanev1.Pod{}}
+			for _, p := range want.GetPods() {
+				h.pods[p.GetMetadata().GetUid()] = p
+			}
+			continue
+		}
+		d := s.Delta(base)
+		base.ID = id
+		for _, p := range d.GetUpsertedPods() {
+			if !changes[p.GetMetadata().GetUid()] {
+				t.Errorf("step %d: pod %s upserted, unchanged", step, p.GetMetadata().GetUid())
+			}
+		}
+		if got := h.apply(t, id, d); !sameSnapshot(got, want) {
+			t.Fatalf("step %d: the delta applied to its base is not the snapshot", step)
+		}
+		if base.Pods() != len(pods) {
+			t.Fatalf("step %d: the record holds %d pods, the snapshot %d", step, base.Pods(), len(pods))
+		}
+	}
+}

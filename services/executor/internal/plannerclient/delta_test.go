@@ -1,0 +1,309 @@
+package plannerclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
+	libplan "github.com/jobplane/jobplane/lib/plan"
+)
+
+// deltaPlanner holds the snapshots of each stream as the contract says and
+// answers with a plan whose summary is a digest of the snapshot it stands
+// for. Jobs named "finish" are finished by their plan; pods named "bad" are
+// refused.
+type deltaPlanner struct {
+	jobplanev1.UnimplementedPlannerServiceServer
+
+	mu     sync.Mutex
+	kinds  []string // "full" or "delta N/M" (upserted/removed), in order
+	forget bool     // evict every snapshot before the next request
+}
+
+type heldSnapshot struct {
+	id   string
+	job  *jobplanev1.Job
+	pods map[string]*jobplanev1.Pod
+}
+
+func (f *deltaPlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1.StreamPlanSyncRequest, jobplanev1.StreamPlanSyncResponse]) error {
+	held := map[string]*heldSnapshot{}
+	for {
+		req, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		resp := &jobplanev1.StreamPlanSyncResponse{Id: req.GetId()}
+		if plan, err := f.plan(held, req); err != nil {
+			resp.Error = status.Convert(err).Proto()
+		} else {
+			resp.Response = &jobplanev1.PlanSyncResponse{Plan: plan}
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
+}
+
+func (f *deltaPlanner) plan(held map[string]*heldSnapshot, req *jobplanev1.StreamPlanSyncRequest) (*jobplanev1.SyncPlan, error) {
+	f.mu.Lock()
+	if f.forget {
+		clear(held)
+		f.forget = false
+	}
+	f.mu.Unlock()
+	var h *heldSnapshot
+	if full := req.GetRequest(); full != nil {
+		h = &heldSnapshot{job: full.GetJob(), pods: map[string]*jobplanev1.Pod{}}
+		for _, p := range full.GetPods() {
+			h.pods[p.GetMetadata().GetUid()] = p
+		}
+		delete(held, full.GetJob().GetMetadata().GetUid())
+		f.record("full")
+	} else {
+		d := req.GetDelta()
+		h = held[d.GetJobUid()]
+		delete(held, d.GetJobUid())
+		f.record(fmt.Sprintf("delta %d/%d", len(d.GetUpsertedPods()), len(d.GetRemovedPodUids())))
+		if h == nil || h.id != d.GetBaseId() {
+			return nil, apierr.New(codes.FailedPrecondition, "SNAPSHOT_BASE_UNKNOWN", nil, "unknown base %q", d.GetBaseId())
+		}
+		if d.GetJob() != nil {
+			h.job = d.GetJob()
+		}
+		for _, uid := range d.GetRemovedPodUids() {
+			delete(h.pods, uid)
+		}
+		for _, p := range d.GetUpsertedPods() {
+			h.pods[p.GetMetadata().GetUid()] = p
+		}
+	}
+	for _, p := range h.pods {
+		if p.GetMetadata().GetName() == "bad" {
+			return nil, apierr.InvalidArgument("invalid", apierr.Violation{Field: "pods", Description: "bad"})
+		}
+	}
+	h.id = req.GetId()
+	name := h.job.GetMetadata().GetName()
+	if name != "finish" {
+		held[h.job.GetMetadata().GetUid()] = h
+	}
+	return &jobplanev1.SyncPlan{Summary: digest(h.job, h.pods), ReleaseJobState: name == "finish"}, nil
+}
+
+func (f *deltaPlanner) record(kind string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kinds = append(f.kinds, kind)
+}
+
+func (f *deltaPlanner) lastKind() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.kinds[len(f.kinds)-1]
+}
+
+// digest names a snapshot's Job and pods by content.
+func digest(job *jobplanev1.Job, pods map[string]*jobplanev1.Pod) string {
+	var parts []string
+	for uid, p := range pods {
+		parts = append(parts, uid+"="+p.GetStatus().GetPhase()+"@"+p.GetMetadata().GetResourceVersion())
+	}
+	slices.Sort(parts)
+	return fmt.Sprintf("%s active=%d: %s", job.GetMetadata().GetName(), job.GetStatus().GetActive(), strings.Join(parts, ","))
+}
+
+// digestOf is the digest of snap sent in full.
+func digestOf(snap *libplan.Snapshot) string {
+	req := snap.Request()
+	pods := map[string]*jobplanev1.Pod{}
+	for _, p := range req.GetPods() {
+		pods[p.GetMetadata().GetUid()] = p
+	}
+	return digest(req.GetJob(), pods)
+}
+
+// world is a Job and its pods as the executor's informers show them.
+type world struct {
+	job  *batchv1.Job
+	pods []*corev1.Pod
+	rv   int
+}
+
+func newWorld(name string, n int) *world {
+	w := &world{job: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: "1"}}, rv: 10}
+	for i := range n {
+		w.pods = append(w.pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: "ns", UID: types.UID(fmt.Sprintf("%s-pod-%d", name, i)), ResourceVersion: strconv.Itoa(w.rv)},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+		})
+	}
+	return w
+}
+
+func (w *world) snapshot() *libplan.Snapshot {
+	return &libplan.Snapshot{Job: w.job, Pods: slices.Clone(w.pods), Now: time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)}
+}
+
+// succeed changes pod i (a new object, a new resourceVersion).
+func (w *world) succeed(i int) {
+	w.rv++
+	p := w.pods[i].DeepCopy()
+	p.Status.Phase = corev1.PodSucceeded
+	p.ResourceVersion = strconv.Itoa(w.rv)
+	w.pods[i] = p
+}
+
+func (w *world) setActive(n int32) {
+	w.rv++
+	j := w.job.DeepCopy()
+	j.Status.Active = n
+	j.ResourceVersion = strconv.Itoa(w.rv)
+	w.job = j
+}
+
+func planSnapshot(t *testing.T, c *Client, w *world) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	snap := w.snapshot()
+	p, err := c.PlanSnapshot(ctx, snap)
+	if err == nil && p.GetSummary() != digestOf(snap) {
+		t.Fatalf("the planner planned %q, the snapshot is %q", p.GetSummary(), digestOf(snap))
+	}
+	return p.GetSummary(), err
+}
+
+func mustPlan(t *testing.T, c *Client, w *world, wantKind string, f *deltaPlanner) {
+	t.Helper()
+	if _, err := planSnapshot(t, c, w); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.lastKind(); got != wantKind {
+		t.Fatalf("sent %q, want %q", got, wantKind)
+	}
+}
+
+func TestSnapshotsAfterTheFirstAreSentAsDeltas(t *testing.T) {
+	f := &deltaPlanner{}
+	c := newClient(t, startPlannerImpl(t, f))
+	a, b := newWorld("a", 50), newWorld("b", 20)
+	mustPlan(t, c, a, "full", f)
+	mustPlan(t, c, b, "full", f)
+	mustPlan(t, c, a, "delta 0/0", f)
+	a.succeed(3)
+	a.succeed(7)
+	mustPlan(t, c, a, "delta 2/0", f)
+	a.pods = slices.Delete(a.pods, 10, 13)
+	a.setActive(5)
+	mustPlan(t, c, a, "delta 0/3", f)
+	a.pods = append(a.pods, newWorld("c", 1).pods[0])
+	mustPlan(t, c, a, "delta 1/0", f)
+	b.succeed(0)
+	mustPlan(t, c, b, "delta 1/0", f)
+
+	// Pods without a resourceVersion are always sent.
+	a.pods[0] = a.pods[0].DeepCopy()
+	a.pods[0].ResourceVersion = ""
+	mustPlan(t, c, a, "delta 1/0", f)
+	mustPlan(t, c, a, "delta 1/0", f)
+
+	// The Job of the plan Plan sent in full is the planner's base now.
+	if _, err := c.Plan(context.Background(), a.snapshot().Request()); err != nil {
+		t.Fatal(err)
+	}
+	mustPlan(t, c, a, "full", f)
+	mustPlan(t, c, a, "delta 1/0", f)
+}
+
+// startPlannerImpl starts a planner process serving impl.
+func startPlannerImpl(t *testing.T, impl jobplanev1.PlannerServiceServer) *planner {
+	t.Helper()
+	p := &planner{t: t, addr: "127.0.0.1:0", serve: impl}
+	p.start()
+	t.Cleanup(p.stop)
+	return p
+}
+
+func TestDeltaAgainstAnEvictedBaseIsResentInFull(t *testing.T) {
+	f := &deltaPlanner{}
+	c := newClient(t, startPlannerImpl(t, f))
+	a := newWorld("a", 30)
+	mustPlan(t, c, a, "full", f)
+	a.succeed(1)
+	f.mu.Lock()
+	f.forget = true
+	f.mu.Unlock()
+	mustPlan(t, c, a, "full", f) // after the refused delta
+	f.mu.Lock()
+	kinds := slices.Clone(f.kinds)
+	f.mu.Unlock()
+	if want := []string{"full", "delta 1/0", "full"}; !slices.Equal(kinds, want) {
+		t.Errorf("sent %q, want %q", kinds, want)
+	}
+	if c.FullResends() != 1 {
+		t.Errorf("%d full resends, want 1", c.FullResends())
+	}
+	a.succeed(2)
+	mustPlan(t, c, a, "delta 1/0", f)
+}
+
+func TestFailedOrFinishingSyncsAreFollowedByFullSnapshots(t *testing.T) {
+	f := &deltaPlanner{}
+	c := newClient(t, startPlannerImpl(t, f))
+	a := newWorld("a", 5)
+	mustPlan(t, c, a, "full", f)
+	good := a.pods[2]
+	a.pods[2] = good.DeepCopy()
+	a.pods[2].Name, a.pods[2].ResourceVersion = "bad", "999"
+	if _, err := planSnapshot(t, c, a); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("got %v, want InvalidArgument", err)
+	}
+	a.pods[2] = good
+	mustPlan(t, c, a, "full", f)
+	mustPlan(t, c, a, "delta 0/0", f)
+
+	fin := newWorld("finish", 3)
+	mustPlan(t, c, fin, "full", f)
+	mustPlan(t, c, fin, "full", f)
+}
+
+func TestReconnectStartsWithFullSnapshots(t *testing.T) {
+	f := &deltaPlanner{}
+	p := startPlannerImpl(t, f)
+	c := newClient(t, p)
+	a := newWorld("a", 10)
+	mustPlan(t, c, a, "full", f)
+	mustPlan(t, c, a, "delta 0/0", f)
+	p.stop()
+	p.start()
+	eventually(t, 20*time.Second, "plans work again once the planner is back", func() bool {
+		_, err := planSnapshot(t, c, a)
+		return err == nil
+	})
+	if got := f.lastKind(); got != "full" {
+		t.Fatalf("first request on the new stream: %q, want full", got)
+	}
+	a.succeed(4)
+	mustPlan(t, c, a, "delta 1/0", f)
+}
