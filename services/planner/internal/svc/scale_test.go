@@ -1,9 +1,19 @@
 package svc
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/planner/scalestate"
 )
@@ -13,4 +23,173 @@ import (
 func scaledRequest(_ testing.TB, n, changes int) *jobplanev1.PlanSyncRequest {
 	s, _ := scalestate.Changed(scalestate.New(n), changes)
 	return plan.NewRequest(s.Job, s.Pods, plan.State{}, scalestate.Now, scalestate.Finalizer)
+}
+
+// snapshotOf is the executor's snapshot of a scalestate state.
+func snapshotOf(s scalestate.State) *plan.Snapshot {
+	return &plan.Snapshot{Job: s.Job, Pods: s.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}
+}
+
+// BenchmarkScale is the round trip an executor pays for one sync of
+// scalestate's Job over a loopback StreamPlanSync stream to the planner:
+// building the request from the Kubernetes objects (plan.Snapshot), the
+// call (client marshal, server unmarshal, conversion, engine, response
+// marshal, client unmarshal) and reading the plan (plan.FromProto). mode=full
+// sends every sync in full (the Job after 1% of its pods succeeded); mode=
+// delta-P% alternates between the Job before and after P% of its pods
+// succeeded (and a new resourceVersion of the Job, as after a status write),
+// each sync a delta against the one before. Allocations count both sides.
+func BenchmarkScale(b *testing.B) {
+	sizes := []int{1000, 10_000, 100_000}
+	if s := os.Getenv("JOBPLANE_SCALE_SIZES"); s != "" {
+		sizes = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	srv := grpctest.StartTCP(b, func(s *grpcserver.Server) {
+		s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, NewPlannerService())
+	})
+	c := jobplanev1.NewPlannerServiceClient(srv.Conn)
+	for _, n := range sizes {
+		base := scalestate.New(n)
+		for _, mode := range []struct {
+			name    string
+			percent int
+			delta   bool
+		}{{"full", 1, false}, {"delta-1%", 1, true}, {"delta-10%", 10, true}} {
+			changed, _ := scalestate.Changed(base, n*mode.percent/100)
+			job := changed.Job.DeepCopy()
+			job.ResourceVersion = "1001"
+			changed.Job = job
+			b.Run(fmt.Sprintf("pods=%d/mode=%s", n, mode.name), func(b *testing.B) {
+				stream, err := c.StreamPlanSync(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { _ = stream.CloseSend() }()
+				states := []*plan.Snapshot{snapshotOf(changed), snapshotOf(base)}
+				var sent *plan.Sent
+				next := 0
+				call := func(msg *jobplanev1.StreamPlanSyncRequest) (*jobplanev1.SyncPlan, int) {
+					if err := stream.Send(msg); err != nil {
+						b.Fatal(err)
+					}
+					resp, err := stream.Recv()
+					if err != nil || resp.GetError() != nil {
+						b.Fatalf("%v %v", err, resp.GetError())
+					}
+					return resp.GetResponse().GetPlan(), proto.Size(resp)
+				}
+				if mode.delta { // the first sync, in full, untimed
+					next++
+					snap := states[1]
+					call(&jobplanev1.StreamPlanSyncRequest{Id: strconv.Itoa(next), Request: snap.Request()})
+					sent = snap.Record(strconv.Itoa(next))
+				}
+				var reqBytes, respBytes int
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					next++
+					id := strconv.Itoa(next)
+					var msg *jobplanev1.StreamPlanSyncRequest
+					if mode.delta {
+						msg = &jobplanev1.StreamPlanSyncRequest{Id: id, Delta: states[i%2].Delta(sent)}
+						sent.ID = id
+					} else {
+						msg = &jobplanev1.StreamPlanSyncRequest{Id: id, Request: states[0].Request()}
+					}
+					p, size := call(msg)
+					if _, err := plan.FromProto(p, "plan"); err != nil {
+						b.Fatal(err)
+					}
+					if i == 0 {
+						reqBytes, respBytes = proto.Size(msg), size
+					}
+				}
+				b.ReportMetric(float64(reqBytes), "req-bytes")
+				b.ReportMetric(float64(respBytes), "resp-bytes")
+			})
+		}
+	}
+}
+
+// TestStreamSnapshotMemory holds, on 100 streams, the snapshot of a
+// 10,000-pod Job each, decoded from the wire as the server decodes it, under
+// the bound JOBPLANE_SNAPSHOT_BOUND (default 1,000,000 pods), and reports
+// the pods held, the Go heap and the process's RSS. It runs only when
+// JOBPLANE_SNAPSHOT_MEMORY=1 (it takes a few GB).
+func TestStreamSnapshotMemory(t *testing.T) {
+	if os.Getenv("JOBPLANE_SNAPSHOT_MEMORY") != "1" {
+		t.Skip("JOBPLANE_SNAPSHOT_MEMORY=1 runs it")
+	}
+	bound := DefaultStreamSnapshotMaxPods
+	if s := os.Getenv("JOBPLANE_SNAPSHOT_BOUND"); s != "" {
+		var err error
+		if bound, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const streams, pods = 100, 10_000
+	store := newSnapshotStore(bound)
+	wire, err := proto.Marshal(scaledRequest(t, pods, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := heapInuse()
+	var held []*streamSnapshots
+	for i := range streams {
+		req := &jobplanev1.PlanSyncRequest{}
+		if err := proto.Unmarshal(wire, req); err != nil {
+			t.Fatal(err)
+		}
+		uid := fmt.Sprintf("job-%03d", i)
+		req.Job.Metadata.Uid = uid
+		for _, p := range req.Pods {
+			p.Metadata.OwnerReferences[0].Uid = uid
+		}
+		s := store.stream()
+		if _, err := planStreamed(s, &jobplanev1.StreamPlanSyncRequest{Id: "1", Request: req}); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, s)
+		if store.heldPods() > bound {
+			t.Fatalf("%d pods held beyond the bound %d", store.heldPods(), bound)
+		}
+	}
+	heap := heapInuse() - before
+	t.Logf("bound %d pods: %d snapshots, %d pods held; Go heap in use %.0f MiB (%.0f B/pod held); RSS %s",
+		bound, store.heldSnapshots(), store.heldPods(), float64(heap)/(1<<20), float64(heap)/float64(max(store.heldPods(), 1)), rss())
+	for _, s := range held {
+		s.close()
+	}
+	if store.heldPods() != 0 {
+		t.Errorf("%d pods held after every stream ended", store.heldPods())
+	}
+}
+
+func heapInuse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// rss is the process's resident set size, from /proc.
+func rss() string {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }
