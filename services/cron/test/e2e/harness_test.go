@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -224,7 +225,30 @@ func newNamespace(t *testing.T, e *Env, name string, procs ...*kubetest.Process)
 		procs = e.sharedProcesses()
 	}
 	kubetest.ShowLogLinesOnFailure(t, name, procs...)
+	// Before the namespace goes (cleanups run last registered first).
+	t.Cleanup(func() {
+		if t.Failed() {
+			showEvents(t, e, name)
+		}
+	})
 	return name
+}
+
+// showEvents logs the events of a namespace, oldest first.
+func showEvents(t *testing.T, e *Env, namespace string) {
+	list, err := e.Cluster.Client.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("events of %s: %v", namespace, err)
+		return
+	}
+	events := list.Items
+	slices.SortStableFunc(events, func(a, b corev1.Event) int { return a.LastTimestamp.Compare(b.LastTimestamp.Time) })
+	var b strings.Builder
+	for _, ev := range events {
+		fmt.Fprintf(&b, "%s %s/%s %s %s: %s (x%d)\n", ev.LastTimestamp.Format(time.TimeOnly), ev.InvolvedObject.Kind, ev.InvolvedObject.Name,
+			ev.Type, ev.Reason, ev.Message, ev.Count)
+	}
+	t.Logf("---- events of %s ----\n%s", namespace, b.String())
 }
 
 // suiteTB is the testing.TB of what the whole test binary shares. While

@@ -112,7 +112,8 @@ func TestTriggerWatchAndBackfill(t *testing.T) {
 	jobs := watchJobs(t, e, ns)
 
 	awayFromBoundary(t, 15*time.Second)
-	created := createByRPC(t, e.CronClient, cronJob(ns, "cj", batchv1.CronJobSpec{JobTemplate: succeeding()}))
+	// A history long enough to keep every run this test looks at.
+	created := createByRPC(t, e.CronClient, cronJob(ns, "cj", batchv1.CronJobSpec{SuccessfulJobsHistoryLimit: ptr.To[int32](10), JobTemplate: succeeding()}))
 	m0 := firstRun(created.CreationTimestamp.Time)
 	first := openInstanceStream(t, ctx, e.CronClient, &jobplanev1.WatchJobInstancesRequest{Namespace: ns, CronJobName: "cj"})
 	t.Logf("first scheduled run at %s", m0.Format(time.TimeOnly))
