@@ -11,14 +11,16 @@
 #   - watches the metadata of every Job and CronJob, with millisecond
 #     timestamps, before anything is created;
 #   - creates COUNT batch/v1 CronJobs in bench-cron-builtin and COUNT
-#     jobplane.dev/v1 CronJobs in bench-cron-jobplane (VARIANTS), identical:
+#     jobplane.dev/v1 CronJobs (dynamic client, apiVersion jobplane.dev/v1)
+#     in bench-cron-jobplane (VARIANTS), interleaved, identical:
 #     `* * * * *`, concurrencyPolicy Allow, a Job template with
-#     suspend: true (no pods: Job creation alone is measured);
+#     suspend: true (no pods: Job creation alone is measured), starting 2 s
+#     after a minute boundary;
 #   - waits until the controllers' first syncs of them end (the writes of
 #     CronJobs, Jobs and events stop for 3 s; jobplane writes
-#     nextScheduleTime), reads the counters, and measures the MINUTES
-#     minute boundaries that follow (the first at least 10 s later), then
-#     GRACE more for late Jobs, and reads the counters again;
+#     nextScheduleTime; the wait ends 8 s before the next boundary anyway),
+#     reads the counters, and measures the MINUTES minute boundaries that
+#     follow, then GRACE more for late Jobs, and reads the counters again;
 #   - skew: the Job first seen by the watch less its scheduled time (the
 #     batch.kubernetes.io/cronjob-scheduled-timestamp annotation), p50, p99,
 #     max per controller; also from creationTimestamp (1 s, truncated) and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -165,7 +166,9 @@ func checkPlan(b *testing.B, p *jobplanev1.CronJobPlan) {
 // deletions, and a run due): the pure decision alone (decide.Sync on
 // Kubernetes objects), the handler (the request's conversion, the decision
 // and the plan's conversion back), and the RPC over loopback TCP through the
-// chassis (with -benchmem: allocations per plan).
+// chassis, one call at a time and from 2×GOMAXPROCS callers, with the Jobs
+// as the controller has them and with their templates cut to what the
+// decision reads (with -benchmem: allocations per plan).
 func BenchmarkPlanCronJob(b *testing.B) {
 	in := benchInput()
 	req := benchRequest(b, in)
@@ -211,6 +214,25 @@ func BenchmarkPlanCronJob(b *testing.B) {
 			}
 		}
 		reportSizes(b, reqSize, respSize)
+	})
+	// The decision reads only restartPolicy from the Jobs' templates (the
+	// service decodes them with kubeconv.RestartPolicyOnly), but the whole
+	// google.protobuf.Struct is decoded first: the same request with each
+	// Job's template spec reduced to its restartPolicy.
+	slim := proto.Clone(req).(*jobplanev1.PlanCronJobRequest)
+	for _, j := range slim.GetJobs() {
+		j.Spec.Template.Spec = &structpb.Struct{Fields: map[string]*structpb.Value{"restartPolicy": structpb.NewStringValue("Never")}}
+	}
+	b.Run("path=grpc/jobs=restartPolicy-only", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := c.PlanCronJob(context.Background(), slim)
+			if err != nil {
+				b.Fatal(err)
+			}
+			checkPlan(b, resp.GetPlan())
+		}
+		reportSizes(b, proto.Size(slim), respSize)
 	})
 	b.Run("path=grpc/mode=parallel", func(b *testing.B) {
 		b.ReportAllocs()

@@ -186,8 +186,8 @@ func run(args []string) error {
 	fs.IntVar(&o.minutes, "minutes", 3, "minute boundaries measured")
 	fs.StringVar(&variants, "variants", "builtin,jobplane", "controllers run, side by side: builtin, jobplane or both")
 	fs.DurationVar(&o.grace, "grace", 90*time.Second, "wait after the last boundary for late Jobs")
-	fs.DurationVar(&o.lead, "lead", 10*time.Second, "least time between the counters read and the first boundary")
-	fs.DurationVar(&o.settle, "settle", 3*time.Minute, "longest wait for the controllers' first syncs of the new CronJobs to end")
+	fs.DurationVar(&o.lead, "lead", 5*time.Second, "least time between the counters read and the first boundary")
+	fs.DurationVar(&o.settle, "settle", 2*time.Minute, "longest wait for the controllers' first syncs of the new CronJobs to end (the wait ends before the next boundary anyway)")
 	fs.IntVar(&o.creators, "creators", 32, "CronJobs created in parallel")
 	fs.StringVar(&o.cronMetrics, "cron-metrics", "", "URL of the cron service's /metrics")
 	fs.StringVar(&o.executorMetrics, "executor-metrics", "", "URL of the executor's /metrics")
@@ -274,16 +274,28 @@ func (b *bench) run(ctx context.Context) ([]result, error) {
 			return nil, err
 		}
 	}
+	// Created just after a minute boundary, the CronJobs leave the
+	// controllers most of a minute for their first syncs (jobplane writes
+	// nextScheduleTime) before the first boundary measured.
+	if now := time.Now(); now.Sub(now.Truncate(time.Minute)) > 10*time.Second {
+		start := now.Truncate(time.Minute).Add(time.Minute + 2*time.Second)
+		log.Printf("creating the CronJobs at %s, just after a boundary", start.Format("15:04:05"))
+		sleepUntil(ctx, start)
+	}
 	start := time.Now()
 	if err := b.createCronJobs(ctx); err != nil {
 		return nil, err
 	}
 	createSecs := time.Since(start).Seconds()
 	log.Printf("%d CronJobs per controller created in %.1fs", o.count, createSecs)
-	// The controllers' first syncs of the new CronJobs (jobplane writes
-	// nextScheduleTime) are not the runs': let them end before the
-	// counters are read.
-	b.quiesce(ctx, o.settle)
+	// The controllers' first syncs of the new CronJobs are not the runs':
+	// let them end before the counters are read, unless the next boundary
+	// comes first (an overloaded controller never ends them).
+	deadline := time.Now().Truncate(time.Minute).Add(time.Minute - o.lead - 3*time.Second)
+	if time.Until(deadline) < 5*time.Second {
+		deadline = deadline.Add(time.Minute)
+	}
+	b.quiesce(ctx, min(time.Until(deadline), o.settle))
 	before, err := b.snapshot(ctx)
 	if err != nil {
 		return nil, err

@@ -117,7 +117,7 @@ func jobClient(r *result) float64 {
 func writeReport(w io.Writer, all []result) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("#### Runs and creation skew\n\n")
-	p("Skew: from a run's scheduled time to its Job first seen by the driver's watch, over the runs of the measured boundaries; creationTimestamp is truncated to the second; the controller's own histogram gives the upper bound of the bucket. Create floor: (CronJobs − burst) / QPS of the client creating the Jobs (kcm's cronjob-controller, jobplane's executor), the least time its rate limit allows one boundary's creations.\n\n")
+	p("Skew: from a run's scheduled time to its Job first seen by the driver's watch, over the runs of the measured boundaries; creationTimestamp is truncated to the second; the controller's own histogram gives the upper bound of the bucket (both controllers feed it from creationTimestamp, so below a second it reads its first bucket). Create floor: (CronJobs − burst) / QPS of the client creating the Jobs (kcm's cronjob-controller, jobplane's executor), the least time its rate limit allows one boundary's creations.\n\n")
 	p("| CronJobs | side by side | cron+executor QPS/burst | kcm QPS/burst | cron workers | controller | runs / expected | missed | skew p50 (s) | p99 (s) | max (s) | creationTimestamp p50 / p99 / max (s) | own histogram p50 / p99 (s, ≤) | create floor (s) |\n")
 	p("|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---:|\n")
 	for i := range all {
