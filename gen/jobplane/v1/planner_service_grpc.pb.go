@@ -63,11 +63,12 @@ type PlannerServiceClient interface {
 	// per stream and per Job UID, the snapshot of the last request of that Job
 	// it answered with a plan, named by that request's id. The plan of a delta
 	// is byte for byte the plan of the full snapshot it stands for. The planner
-	// holds these snapshots within a bound on the pods held over all streams
-	// (flag -stream-snapshot-max-pods), evicting the least recently used, and
-	// drops a Job's snapshot when its plan finds the Job finished, when a
-	// request of that Job fails, and when the stream ends. A reconnecting
-	// client therefore starts with full snapshots.
+	// holds these snapshots within a bound on the pods held over all streams,
+	// each Job counting as one pod more (flag -stream-snapshot-max-pods),
+	// evicting the least recently used (a snapshot beyond the bound is planned
+	// but not kept), and drops a Job's snapshot when its plan finds the Job
+	// finished, when a request of that Job fails, and when the stream ends. A
+	// reconnecting client therefore starts with full snapshots.
 	//
 	// Errors (of one response): those of PlanSync; a delta's paths start with
 	// "delta." ("delta.upsertedPods[2].metadata.uid", "delta.removedPodUids[0]"
@@ -177,11 +178,12 @@ type PlannerServiceServer interface {
 	// per stream and per Job UID, the snapshot of the last request of that Job
 	// it answered with a plan, named by that request's id. The plan of a delta
 	// is byte for byte the plan of the full snapshot it stands for. The planner
-	// holds these snapshots within a bound on the pods held over all streams
-	// (flag -stream-snapshot-max-pods), evicting the least recently used, and
-	// drops a Job's snapshot when its plan finds the Job finished, when a
-	// request of that Job fails, and when the stream ends. A reconnecting
-	// client therefore starts with full snapshots.
+	// holds these snapshots within a bound on the pods held over all streams,
+	// each Job counting as one pod more (flag -stream-snapshot-max-pods),
+	// evicting the least recently used (a snapshot beyond the bound is planned
+	// but not kept), and drops a Job's snapshot when its plan finds the Job
+	// finished, when a request of that Job fails, and when the stream ends. A
+	// reconnecting client therefore starts with full snapshots.
 	//
 	// Errors (of one response): those of PlanSync; a delta's paths start with
 	// "delta." ("delta.upsertedPods[2].metadata.uid", "delta.removedPodUids[0]"

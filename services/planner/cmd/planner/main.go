@@ -19,7 +19,7 @@ func main() {
 		Server: grpcserver.Defaults("127.0.0.1:50051", "127.0.0.1:9091"),
 		Flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&cfg.StreamSnapshotMaxPods, "stream-snapshot-max-pods", cfg.StreamSnapshotMaxPods,
-				"the most pods of the snapshots StreamPlanSync keeps, over all streams, as bases of deltas; the least recently used are evicted (0: none kept, every delta is answered FAILED_PRECONDITION)")
+				"the most pods of the snapshots StreamPlanSync keeps, over all streams, as bases of deltas, each Job counting as one pod more; the least recently used are evicted (0: none kept, every delta is answered FAILED_PRECONDITION)")
 		},
 		Setup: func(_ context.Context, srv *grpcserver.Server, _ *slog.Logger) error {
 			if cfg.StreamSnapshotMaxPods < 0 {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
+	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/planner/internal/sim"
 )
 
@@ -292,8 +294,8 @@ func TestSnapshotsAreEvictedLeastRecentlyUsedFirstWithinTheBound(t *testing.T) {
 	if err := send(s1, "c1", &jobplanev1.StreamPlanSyncRequest{Request: c}); err != nil {
 		t.Fatal(err)
 	}
-	if got := store.heldPods(); got != 20 {
-		t.Errorf("%d pods held, want 20 (bound 25)", got)
+	if got := store.heldPods(); got != 22 {
+		t.Errorf("%d held, want 22 (two Jobs of 10 pods, bound 25)", got)
 	}
 	failedPrecondition(t, send(s2, "b2", &jobplanev1.StreamPlanSyncRequest{Delta: deltaOf("b1", b, b)}))
 	if err := send(s1, "a3", &jobplanev1.StreamPlanSyncRequest{Delta: deltaOf("a2", a, a)}); err != nil {
@@ -352,8 +354,8 @@ func TestStreamEndDropsItsSnapshots(t *testing.T) {
 	if resp.GetError() != nil || !bytes.Equal(deterministic(t, resp.GetResponse()), want) {
 		t.Fatalf("the delta's plan differs from the full snapshot's: %v", resp.GetError())
 	}
-	if got := impl.snapshots.heldPods(); got != 11 {
-		t.Errorf("%d pods held, want 11", got)
+	if got := impl.snapshots.heldPods(); got != 12 {
+		t.Errorf("%d held, want 12 (11 pods and the Job)", got)
 	}
 	if err := stream.CloseSend(); err != nil {
 		t.Fatal(err)
@@ -376,5 +378,75 @@ func TestStreamEndDropsItsSnapshots(t *testing.T) {
 	resp = exchange(stream, &jobplanev1.StreamPlanSyncRequest{Id: "4", Request: next})
 	if resp.GetError() != nil || !bytes.Equal(deterministic(t, resp.GetResponse()), want) {
 		t.Fatalf("the full resend's plan differs: %v", resp.GetError())
+	}
+}
+
+// stamper gives the objects of simulated snapshots resourceVersions, as the
+// API server would: a new one whenever an object's content changes.
+type stamper struct {
+	last map[string]string // UID to the object's content
+	rv   map[string]string
+	next int
+}
+
+func (s *stamper) stamp(uid string, content fmt.Stringer) string {
+	c := content.String()
+	if s.last[uid] != c {
+		s.next++
+		s.last[uid], s.rv[uid] = c, strconv.Itoa(s.next)
+	}
+	return s.rv[uid]
+}
+
+// The executor's own deltas (lib/plan.Snapshot.Delta, by resourceVersion)
+// along simulated lifecycles are planned byte for byte as the snapshots in
+// full.
+func TestExecutorDeltasPlanAsTheFullSnapshotAlongLifecycles(t *testing.T) {
+	lifecycles := 24
+	if testing.Short() {
+		lifecycles = 8
+	}
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods).stream()
+	defer bases.close()
+	st := &stamper{last: map[string]string{}, rv: map[string]string{}}
+	deltas := 0
+	for seed := range uint64(lifecycles) {
+		sc := sim.Generate(seed)
+		var sent *plan.Sent
+		n := 0
+		sc.Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 3000, seed%2 == 1, func(w *sim.World) {
+			s := w.Snapshot()
+			s.Job.ResourceVersion = ""
+			s.Job.ResourceVersion = st.stamp(string(s.Job.UID), s.Job)
+			for _, p := range s.Pods {
+				p.ResourceVersion = ""
+				p.ResourceVersion = st.stamp(string(p.UID), p)
+			}
+			snap := &plan.Snapshot{Job: s.Job, Pods: s.Pods, Now: s.Now, Finalizer: s.TrackingFinalizer,
+				State: plan.State{Expectations: s.Expectations, FinalizerRemovalsInFlight: s.FinalizerRemovalsInFlight, Backoff: s.Backoff}}
+			id := fmt.Sprintf("%s-%d", sc.Name, n)
+			n++
+			want, wantErr := fullPlan(t, snap.Request())
+			msg := &jobplanev1.StreamPlanSyncRequest{Id: id, Request: snap.Request()}
+			if sent != nil {
+				msg = &jobplanev1.StreamPlanSyncRequest{Id: id, Delta: snap.Delta(sent)}
+				deltas++
+			}
+			got, gotErr := streamed(t, bases, msg)
+			if (wantErr == nil) != (gotErr == nil) || !bytes.Equal(got, want) {
+				t.Fatalf("%s: the delta's plan (%v) differs from the full snapshot's (%v)", id, gotErr, wantErr)
+			}
+			switch _, held := bases.jobs[string(s.Job.UID)]; {
+			case !held:
+				sent = nil
+			case sent == nil:
+				sent = snap.Record(id)
+			default:
+				sent.ID = id
+			}
+		})
+	}
+	if deltas < 300 {
+		t.Errorf("only %d deltas", deltas)
 	}
 }

@@ -29,8 +29,9 @@ var _ jobplanev1.PlannerServiceServer = (*PlannerService)(nil)
 // Config tunes the service.
 type Config struct {
 	// StreamSnapshotMaxPods bounds the pods of the snapshots StreamPlanSync
-	// keeps as bases of deltas, over all streams; 0 keeps none (every delta
-	// then fails with FAILED_PRECONDITION).
+	// keeps as bases of deltas, over all streams, each Job counting as one
+	// pod more; 0 keeps none (every delta then fails with
+	// FAILED_PRECONDITION).
 	StreamSnapshotMaxPods int
 }
 

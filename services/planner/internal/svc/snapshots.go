@@ -23,7 +23,7 @@ type snapshotStore struct {
 	maxPods int
 
 	mu   sync.Mutex
-	held int        // pods of the snapshots in lru
+	held int        // weight of the snapshots in lru: pods, plus one per Job
 	lru  *list.List // of *baseSnapshot, most recently used at the front
 }
 
@@ -43,6 +43,7 @@ type streamSnapshots struct {
 type baseSnapshot struct {
 	owner  *streamSnapshots
 	elem   *list.Element
+	held   int // its weight when put
 	jobUID string
 	id     string // of the request whose snapshot this is
 
@@ -78,17 +79,23 @@ func (s *streamSnapshots) put(b *baseSnapshot) {
 	if old := s.jobs[b.jobUID]; old != nil {
 		st.remove(old)
 	}
-	if len(b.pods) > st.maxPods {
+	w := b.weight()
+	if w > st.maxPods {
 		return
 	}
-	for st.held+len(b.pods) > st.maxPods {
+	for st.held+w > st.maxPods {
 		st.remove(st.lru.Back().Value.(*baseSnapshot))
 	}
 	b.owner = s
 	b.elem = st.lru.PushFront(b)
-	st.held += len(b.pods)
+	b.held = w
+	st.held += w
 	s.jobs[b.jobUID] = b
 }
+
+// weight is what a snapshot counts against the bound: its pods, and its Job
+// as one more, so that Jobs without pods are bounded too.
+func (b *baseSnapshot) weight() int { return len(b.pods) + 1 }
 
 // close drops every snapshot of the stream.
 func (s *streamSnapshots) close() {
@@ -103,12 +110,12 @@ func (s *streamSnapshots) close() {
 // remove takes b out of the store; st.mu is held.
 func (st *snapshotStore) remove(b *baseSnapshot) {
 	st.lru.Remove(b.elem)
-	st.held -= len(b.pods)
+	st.held -= b.held
 	delete(b.owner.jobs, b.jobUID)
 	b.elem, b.owner = nil, nil
 }
 
-// heldPods is the number of pods the store holds.
+// heldPods is the weight the store holds: pods, plus one per Job.
 func (st *snapshotStore) heldPods() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
