@@ -42,6 +42,20 @@ type Snapshot struct {
 	Backoff *BackoffRecord
 	// TrackingFinalizer is the pod tracking finalizer's name.
 	TrackingFinalizer string
+	// Views, when not nil, are View(Pods[i], TrackingFinalizer) for each
+	// pod, kept by a caller that plans successive snapshots of mostly the
+	// same pods; the sync then does not work them out again. Not modified.
+	Views []PodView
+}
+
+// PodView is what a sync reads of a pod over and over (its completion
+// index, tracking finalizer, phase, deletion and readiness), worked out once.
+type PodView struct{ view pod }
+
+// View is the view of p for a sync whose tracking finalizer is finalizer
+// (empty: the default).
+func View(p *corev1.Pod, finalizer string) PodView {
+	return PodView{viewOf(p, cmp.Or(finalizer, DefaultTrackingFinalizer))}
 }
 
 // syncCtx is the state of one sync (the reference's syncJobCtx).
@@ -112,7 +126,11 @@ func newSyncCtx(s *Snapshot, plan *Plan) *syncCtx {
 	wrapped := make([]pod, len(s.Pods))
 	pods := make([]*pod, len(s.Pods))
 	for i, p := range s.Pods {
-		wrapped[i] = viewOf(p, finalizer)
+		if s.Views != nil {
+			wrapped[i] = s.Views[i].view
+		} else {
+			wrapped[i] = viewOf(p, finalizer)
+		}
 		pods[i] = &wrapped[i]
 	}
 	sortCanonically(pods)

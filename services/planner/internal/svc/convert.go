@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -83,17 +84,20 @@ func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest) (*baseSnapshot,
 	}
 	n := len(req.GetPods())
 	b := &baseSnapshot{
-		jobUID:   req.GetJob().GetMetadata().GetUid(),
-		id:       id,
-		jobProto: req.GetJob(),
-		job:      job,
-		pods:     make([]*corev1.Pod, n),
-		index:    make(map[string]int, n),
+		jobUID:    req.GetJob().GetMetadata().GetUid(),
+		id:        id,
+		jobProto:  req.GetJob(),
+		job:       job,
+		pods:      make([]*corev1.Pod, n),
+		views:     make([]engine.PodView, n),
+		index:     make(map[string]int, n),
+		finalizer: cmp.Or(req.GetTrackingFinalizer(), engine.DefaultTrackingFinalizer),
 	}
 	slab := make([]corev1.Pod, n)
 	for i, p := range req.GetPods() {
 		kubeconv.PodIntoKube(p, &slab[i])
 		b.pods[i] = &slab[i]
+		b.views[i] = engine.View(b.pods[i], b.finalizer)
 		b.index[p.GetMetadata().GetUid()] = i
 	}
 	return b, nil
@@ -126,21 +130,25 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta) 
 		*b.pods[i] = corev1.Pod{} // a pod of a slab lives as long as the slab
 		last := len(b.pods) - 1
 		if i != last {
-			b.pods[i] = b.pods[last]
+			b.pods[i], b.views[i] = b.pods[last], b.views[last]
 			b.index[string(b.pods[i].UID)] = i
 		}
-		b.pods[last] = nil
-		b.pods = b.pods[:last]
+		b.pods[last], b.views[last] = nil, engine.PodView{}
+		b.pods, b.views = b.pods[:last], b.views[:last]
 		delete(b.index, uid)
 	}
+	b.setFinalizer(d.GetTrackingFinalizer())
 	for _, p := range d.GetUpsertedPods() {
 		uid := p.GetMetadata().GetUid()
 		if i, ok := b.index[uid]; ok {
 			kubeconv.PodIntoKube(p, b.pods[i])
+			b.views[i] = engine.View(b.pods[i], b.finalizer)
 			continue
 		}
 		b.index[uid] = len(b.pods)
-		b.pods = append(b.pods, kubeconv.PodToKube(p))
+		pod := kubeconv.PodToKube(p)
+		b.pods = append(b.pods, pod)
+		b.views = append(b.views, engine.View(pod, b.finalizer))
 	}
 	b.id = id
 	return b, nil

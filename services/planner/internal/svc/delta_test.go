@@ -174,6 +174,9 @@ func checkDeltaEquivalence(t *testing.T, req *jobplanev1.PlanSyncRequest, salt i
 	if salt%3 == 0 && base.GetJob().GetStatus() != nil {
 		base.Job.Status.Active++
 	}
+	if salt%5 == 0 { // the pods' views are worked out again
+		base.TrackingFinalizer = "example.com/other-finalizer"
+	}
 	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods).stream()
 	defer bases.close()
 	if _, err := planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "base", Request: base}); err != nil {

@@ -122,7 +122,9 @@ func planStreamed(bases *streamSnapshots, req *jobplanev1.StreamPlanSyncRequest)
 // planBase plans the snapshot b with the sync fields of its request and
 // keeps b unless the Job is finished.
 func planBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFields) *jobplanev1.PlanSyncResponse {
-	p := engine.Sync(engineSnapshot(b.job, b.pods, fields))
+	snap := engineSnapshot(b.job, b.pods, fields)
+	snap.Views = b.views
+	p := engine.Sync(snap)
 	if !p.ReleaseJobState {
 		bases.put(b)
 	}

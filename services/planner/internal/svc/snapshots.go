@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"cmp"
 	"container/list"
 	"sync"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/services/planner/internal/engine"
 )
 
 // DefaultStreamSnapshotMaxPods is the default bound on the pods of the
@@ -50,7 +52,23 @@ type baseSnapshot struct {
 	jobProto *jobplanev1.Job
 	job      *batchv1.Job // converted and defaulted
 	pods     []*corev1.Pod
-	index    map[string]int // pod UID to its position in pods
+	views    []engine.PodView // of pods, for finalizer
+	index    map[string]int   // pod UID to its position in pods and views
+	// finalizer is the tracking finalizer the views were worked out for.
+	finalizer string
+}
+
+// setFinalizer works the views out again when the tracking finalizer of the
+// sync is not the one they were worked out for.
+func (b *baseSnapshot) setFinalizer(f string) {
+	f = cmp.Or(f, engine.DefaultTrackingFinalizer)
+	if f == b.finalizer {
+		return
+	}
+	b.finalizer = f
+	for i, p := range b.pods {
+		b.views[i] = engine.View(p, f)
+	}
 }
 
 func (st *snapshotStore) stream() *streamSnapshots {
