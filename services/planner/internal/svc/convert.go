@@ -88,18 +88,18 @@ func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest) (*baseSnapshot,
 		id:        id,
 		jobProto:  req.GetJob(),
 		job:       job,
-		pods:      make([]*corev1.Pod, n),
-		views:     make([]engine.PodView, n),
-		index:     make(map[string]int, n),
+		order:     make([]*slot, n),
+		index:     make(map[string]*slot, n),
 		finalizer: cmp.Or(req.GetTrackingFinalizer(), engine.DefaultTrackingFinalizer),
 	}
-	slab := make([]corev1.Pod, n)
+	pods, slots := make([]corev1.Pod, n), make([]slot, n)
 	for i, p := range req.GetPods() {
-		kubeconv.PodIntoKube(p, &slab[i])
-		b.pods[i] = &slab[i]
-		b.views[i] = engine.View(b.pods[i], b.finalizer)
-		b.index[p.GetMetadata().GetUid()] = i
+		kubeconv.PodIntoKube(p, &pods[i])
+		slots[i] = slot{pod: &pods[i], view: engine.View(&pods[i], b.finalizer)}
+		b.order[i] = &slots[i]
+		b.index[p.GetMetadata().GetUid()] = &slots[i]
 	}
+	b.reorder(false, nil, true)
 	return b, nil
 }
 
@@ -114,7 +114,7 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta) 
 			map[string]string{"jobUid": d.GetJobUid(), "baseId": d.GetBaseId()},
 			"the planner holds no snapshot %q of Job %q on this stream: send the snapshot in full", d.GetBaseId(), d.GetJobUid())
 	}
-	base := validation.Base{Job: b.jobProto, Pods: len(b.pods), Holds: func(uid string) bool { _, ok := b.index[uid]; return ok }}
+	base := validation.Base{Job: b.jobProto, Pods: len(b.order), Holds: func(uid string) bool { _, ok := b.index[uid]; return ok }}
 	if err := validation.Delta(d, base).Err("invalid PlanSync delta"); err != nil {
 		return nil, err
 	}
@@ -126,30 +126,28 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta) 
 		b.job, b.jobProto = job, d.GetJob()
 	}
 	for _, uid := range d.GetRemovedPodUids() {
-		i := b.index[uid]
-		*b.pods[i] = corev1.Pod{} // a pod of a slab lives as long as the slab
-		last := len(b.pods) - 1
-		if i != last {
-			b.pods[i], b.views[i] = b.pods[last], b.views[last]
-			b.index[string(b.pods[i].UID)] = i
-		}
-		b.pods[last], b.views[last] = nil, engine.PodView{}
-		b.pods, b.views = b.pods[:last], b.views[:last]
+		s := b.index[uid]
+		*s.pod = corev1.Pod{} // a pod of a slab lives as long as the slab
+		s.removed = true
 		delete(b.index, uid)
 	}
 	b.setFinalizer(d.GetTrackingFinalizer())
+	var added []*slot
+	renamed := false
 	for _, p := range d.GetUpsertedPods() {
 		uid := p.GetMetadata().GetUid()
-		if i, ok := b.index[uid]; ok {
-			kubeconv.PodIntoKube(p, b.pods[i])
-			b.views[i] = engine.View(b.pods[i], b.finalizer)
+		if s, ok := b.index[uid]; ok {
+			renamed = renamed || s.pod.Name != p.GetMetadata().GetName()
+			kubeconv.PodIntoKube(p, s.pod)
+			s.view = engine.View(s.pod, b.finalizer)
 			continue
 		}
-		b.index[uid] = len(b.pods)
 		pod := kubeconv.PodToKube(p)
-		b.pods = append(b.pods, pod)
-		b.views = append(b.views, engine.View(pod, b.finalizer))
+		s := &slot{pod: pod, view: engine.View(pod, b.finalizer)}
+		b.index[uid] = s
+		added = append(added, s)
 	}
+	b.reorder(len(d.GetRemovedPodUids()) > 0, added, renamed)
 	b.id = id
 	return b, nil
 }

@@ -3,6 +3,7 @@ package svc
 import (
 	"cmp"
 	"container/list"
+	"slices"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -51,11 +52,27 @@ type baseSnapshot struct {
 
 	jobProto *jobplanev1.Job
 	job      *batchv1.Job // converted and defaulted
-	pods     []*corev1.Pod
-	views    []engine.PodView // of pods, for finalizer
-	index    map[string]int   // pod UID to its position in pods and views
+	// order holds the pods in the engine's canonical order (name, then
+	// UID), which the engine's sort then finds at once.
+	order []*slot
+	index map[string]*slot // by pod UID
 	// finalizer is the tracking finalizer the views were worked out for.
 	finalizer string
+	// pods and views are order's, as the engine takes them; rebuilt for
+	// each sync in the same arrays.
+	pods  []*corev1.Pod
+	views []engine.PodView
+}
+
+// slot is a pod of a kept snapshot, converted, and its engine view.
+type slot struct {
+	pod     *corev1.Pod
+	view    engine.PodView
+	removed bool
+}
+
+func canonical(a, b *slot) int {
+	return cmp.Or(cmp.Compare(a.pod.Name, b.pod.Name), cmp.Compare(a.pod.UID, b.pod.UID))
 }
 
 // setFinalizer works the views out again when the tracking finalizer of the
@@ -66,9 +83,43 @@ func (b *baseSnapshot) setFinalizer(f string) {
 		return
 	}
 	b.finalizer = f
-	for i, p := range b.pods {
-		b.views[i] = engine.View(p, f)
+	for _, s := range b.order {
+		s.view = engine.View(s.pod, f)
 	}
+}
+
+// reorder restores the canonical order after pods were removed (marked),
+// added (in added) or renamed, and rebuilds pods and views.
+func (b *baseSnapshot) reorder(removed bool, added []*slot, renamed bool) {
+	if removed {
+		b.order = slices.DeleteFunc(b.order, func(s *slot) bool { return s.removed })
+	}
+	switch {
+	case renamed:
+		b.order = append(b.order, added...)
+		slices.SortFunc(b.order, canonical)
+	case len(added) > 0:
+		slices.SortFunc(added, canonical)
+		merged := make([]*slot, 0, len(b.order)+len(added))
+		i, j := 0, 0
+		for i < len(b.order) && j < len(added) {
+			if canonical(added[j], b.order[i]) < 0 {
+				merged = append(merged, added[j])
+				j++
+			} else {
+				merged = append(merged, b.order[i])
+				i++
+			}
+		}
+		merged = append(append(merged, b.order[i:]...), added[j:]...)
+		b.order = merged
+	}
+	b.pods, b.views = b.pods[:0], b.views[:0]
+	for _, s := range b.order {
+		b.pods = append(b.pods, s.pod)
+		b.views = append(b.views, s.view)
+	}
+	clear(b.pods[len(b.pods):cap(b.pods)]) // no removed pod kept alive
 }
 
 func (st *snapshotStore) stream() *streamSnapshots {
@@ -113,7 +164,7 @@ func (s *streamSnapshots) put(b *baseSnapshot) {
 
 // weight is what a snapshot counts against the bound: its pods, and its Job
 // as one more, so that Jobs without pods are bounded too.
-func (b *baseSnapshot) weight() int { return len(b.pods) + 1 }
+func (b *baseSnapshot) weight() int { return len(b.order) + 1 }
 
 // close drops every snapshot of the stream.
 func (s *streamSnapshots) close() {
