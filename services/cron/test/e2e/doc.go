@@ -61,9 +61,13 @@
 //     lastScheduleTime, lastSuccessfulTime set or not, events by reason.
 //     Allow every minute with successfulJobsHistoryLimit 1 over three runs;
 //     Forbid with pods running forever; Replace with pods running forever;
-//     a failing template with failedJobsHistoryLimit 1.
+//     a failing template with failedJobsHistoryLimit 1; created suspended
+//     and resumed after its first scheduled time (which then runs late).
 //   - TestTriggerWatchAndBackfill: WatchJobInstances, TriggerCronJob,
 //     resuming from a resource_version, BackfillCronJob, DeleteCronJob.
+//   - TestBufferOneQueuesTheRunWhileAJobIsActive: an extension, end to
+//     end: the run due while a Job runs waits in status.pendingRuns and
+//     starts once that Job has completed.
 //   - TestKubectlCronJobRunsAndItsDeletionDeletesItsJobs: a CronJob
 //     created directly with a dynamic client runs; its deletion lets the
 //     garbage collector delete its Jobs.

@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -25,6 +26,9 @@ type parityCase struct {
 	// runs is how many scheduled times the case spans, from the first after
 	// its creation: its end state is reached soon after the last.
 	runs int
+	// resumeAfter, when set, creates both CronJobs suspended and resumes
+	// them that long after the first scheduled time.
+	resumeAfter time.Duration
 	// want is the end state, given the first scheduled time m0: both halves
 	// must reach it (the built-in one shows the case does what it says),
 	// and then be alike in everything cronState holds.
@@ -162,6 +166,25 @@ func parityCases() []parityCase {
 				}
 			},
 		},
+		{
+			name: "SuspendedOverTheFirstRunThenResumed",
+			slug: "resume",
+			spec: batchv1.CronJobSpec{Suspend: ptr.To(true), SuccessfulJobsHistoryLimit: ptr.To[int32](3), JobTemplate: succeeding()},
+			// The time missed while suspended runs late, at the resume.
+			resumeAfter: 20 * time.Second,
+			runs:        2,
+			want: func(m0 time.Time) cronState {
+				next := m0.Add(time.Minute)
+				return cronState{
+					Jobs: map[string]string{
+						jobName(parityCronJob, m0):   "Complete/CompletionsReached",
+						jobName(parityCronJob, next): "Complete/CompletionsReached",
+					},
+					LastScheduleTime: next.UTC().Format(time.RFC3339), LastSuccessfulTime: true,
+					Events: []string{"Normal/SawCompletedJob", "Normal/SuccessfulCreate"},
+				}
+			},
+		},
 	}
 }
 
@@ -196,6 +219,17 @@ func runParity(t *testing.T, e *Env, tc parityCase) {
 	want := tc.want(m0)
 	last := m0.Add(time.Duration(tc.runs-1) * time.Minute)
 	t.Logf("first run %s, last %s; want %s", m0.Format(time.TimeOnly), last.Format(time.TimeOnly), want)
+
+	if tc.resumeAfter > 0 {
+		sleepUntil(ctx, m0.Add(tc.resumeAfter))
+		resume := []byte(`{"spec":{"suspend":false}}`)
+		if _, err := e.Cluster.Client.BatchV1().CronJobs(builtinNS).Patch(ctx, parityCronJob, types.MergePatchType, resume, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.CronJobs.Namespace(jobplaneNS).Patch(ctx, parityCronJob, types.MergePatchType, resume, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	halves := []struct {
 		name  string

@@ -276,9 +276,12 @@ const kubectlCronJob = `{
 // TestKubectlCronJobRunsAndItsDeletionDeletesItsJobs creates a jobplane
 // CronJob directly with a dynamic client, as kubectl apply would, without
 // the cron service's RPCs: its first scheduled run is a Job of the
-// executor that completes on kwok nodes, and the status says so. Deleting
+// executor that completes on kwok nodes, and the status says so, with the
+// next scheduled time. Deleting
 // the CronJob (background propagation, kubectl's default) lets the garbage
 // collector delete its Jobs and their pods.
+//
+// Forbid, with a run of a few seconds, keeps the state simple.
 func TestKubectlCronJobRunsAndItsDeletionDeletesItsJobs(t *testing.T) {
 	t.Parallel()
 	e := sharedEnv(t)
@@ -317,12 +320,24 @@ func TestKubectlCronJobRunsAndItsDeletionDeletesItsJobs(t *testing.T) {
 	if ref == nil || ref.APIVersion != cronapi.APIVersion || ref.UID != created.GetUID() {
 		t.Errorf("Job %s is controlled by %v, want the CronJob", name, ref)
 	}
-	if err := poll(ctx, time.Minute, func(ctx context.Context) bool {
+	// Before the next run: the status shows the completed one and the
+	// next scheduled time.
+	var status cronapi.CronJobStatus
+	if err := poll(ctx, time.Until(m0.Add(55*time.Second)), func(ctx context.Context) bool {
 		c, err := getCronJob(ctx, e, ns, "applied")
-		return err == nil && c.Status.LastSuccessfulTime != nil && len(c.Status.Active) == 0
+		if err != nil {
+			return false
+		}
+		status = c.Status
+		return status.LastSuccessfulTime != nil && len(status.Active) == 0
 	}); err != nil {
-		c, _ := getCronJob(ctx, e, ns, "applied")
-		t.Errorf("the CronJob's status does not show the completed run: %+v", c.Status)
+		t.Errorf("the CronJob's status does not show the completed run: %+v", status)
+	}
+	if lst := status.LastScheduleTime; lst == nil || !lst.Time.Equal(m0) {
+		t.Errorf("status.lastScheduleTime is %v, want %s", lst, m0)
+	}
+	if next := status.NextScheduleTime; next == nil || !next.Time.Equal(m0.Add(time.Minute)) {
+		t.Errorf("status.nextScheduleTime is %v, want %s", next, m0.Add(time.Minute))
 	}
 
 	if err := e.CronJobs.Namespace(ns).Delete(ctx, "applied", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
