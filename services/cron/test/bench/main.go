@@ -43,6 +43,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 )
@@ -211,7 +212,9 @@ func run(args []string) error {
 	cfg.QPS = -1 // no client-side rate limit for the driver
 	cfg.UserAgent = "jobplane-bench-cron"
 	b := &bench{o: o}
-	if b.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+	typed := rest.CopyConfig(cfg)
+	typed.ContentType = "application/vnd.kubernetes.protobuf" // the Events listed at 10,000 CronJobs
+	if b.kube, err = kubernetes.NewForConfig(typed); err != nil {
 		return err
 	}
 	if b.dyn, err = dynamic.NewForConfig(cfg); err != nil {

@@ -70,8 +70,11 @@ func clientQPS(r *result) string {
 
 // createFloor is the least time the creating client's rate limit allows for
 // one boundary's Job creations: (CronJobs − burst) / QPS.
-func createFloor(r *result) float64 {
-	q, b, ok := strings.Cut(clientQPS(r), "/")
+func createFloor(r *result) float64 { return budget(float64(r.CronJobs), clientQPS(r)) }
+
+// budget is the seconds a client at pair (QPS/burst) needs for n requests.
+func budget(n float64, pair string) float64 {
+	q, b, ok := strings.Cut(pair, "/")
 	if !ok {
 		return math.NaN()
 	}
@@ -80,7 +83,7 @@ func createFloor(r *result) float64 {
 	if err1 != nil || err2 != nil || qps <= 0 {
 		return math.NaN()
 	}
-	return math.Max(0, float64(r.CronJobs)-burst) / qps
+	return math.Max(0, n-burst) / qps
 }
 
 // The writes of a run, by category, as deltas() counts them; the client
@@ -155,9 +158,9 @@ func writeReport(w io.Writer, all []result) {
 	p("\n")
 
 	p("#### API requests per run\n\n")
-	p("Over the interval from just before the first measured boundary to the end of the grace, divided by the Jobs the controller created in it (Jobs of later boundaries included, on both sides of the division). Job create: the Jobs seen; CronJob status: `apiserver_request_total` PUT/PATCH cronjobs/status of the controller's group (batch, jobplane.dev); events: the Events' counts by source component (cronjob-controller / jobplane-cron, job-controller / jobplane-executor); Job status: the executor's own count (`jobplane_kube_api_requests_total`) for jobplane, the API server's jobs/status writes less it for the built-in; CronJob GET: live reads of the controller's CronJobs. Per client: the CronJob half's client (kcm's cronjob-controller creates its Jobs; jobplane's cron hands them to the executor) and the Job half's (kcm's job-controller; jobplane's executor, which creates jobplane's Jobs). Demand: that client's requests per second at one run per CronJob per minute, against its QPS.\n\n")
-	p("| CronJobs | cron+executor QPS/burst | controller | Jobs created | Job create | CronJob status | CronJob events | Job status | Job events | writes/run | CronJob GET/run | CronJob-half client req/run (demand req/s) | Job-half client req/run (demand req/s) | failed writes |\n")
-	p("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|\n")
+	p("Over the interval from just before the first measured boundary to the end of the grace, divided by the Jobs the controller created in it (Jobs of later boundaries included, on both sides of the division). Job create: the Jobs seen; CronJob status: `apiserver_request_total` PUT/PATCH cronjobs/status of the controller's group (batch, jobplane.dev); events: the Events' counts by source component (cronjob-controller / jobplane-cron, job-controller / jobplane-executor); Job status: the executor's own count (`jobplane_kube_api_requests_total`) for jobplane, the API server's jobs/status writes less it for the built-in; CronJob GET: live reads of the controller's CronJobs. Per client: the CronJob half's client (kcm's cronjob-controller creates its Jobs; jobplane's cron hands them to the executor) and the Job half's (kcm's job-controller; jobplane's executor, which creates jobplane's Jobs). Demand: that client's requests per second at one run per CronJob per minute; budget: the seconds its QPS needs for one boundary's requests ((demand × 60 − burst) / QPS; over 60 s it cannot keep up and runs are missed).\n\n")
+	p("| CronJobs | cron+executor QPS/burst | controller | Jobs created | Job create | CronJob status | CronJob events | Job status | Job events | writes/run | CronJob GET/run | CronJob-half client req/run (demand req/s) | Job-half client req/run (demand req/s) | budget CronJob half / Job half (s per boundary) | failed writes |\n")
+	p("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|\n")
 	for i := range all {
 		r := &all[i]
 		p("| %d | %s | %s | %d |", r.CronJobs, r.QPS, variantName[r.Variant], r.JobsCreated)
@@ -168,8 +171,13 @@ func writeReport(w io.Writer, all []result) {
 		}
 		total += r.Writes["CronJob other"]
 		cc, jc := perRun(cronClient(r), r.JobsCreated), perRun(jobClient(r), r.JobsCreated)
-		p(" %.2f | %.2f | %.2f (%.0f) | %.2f (%.0f) | %.0f |\n", perRun(total, r.JobsCreated), perRun(r.Reads["CronJob GET"], r.JobsCreated),
-			cc, cc*float64(r.CronJobs)/60, jc, jc*float64(r.CronJobs)/60, sumMap(r.Failed))
+		cronPair, jobPair := r.QPS, r.QPS
+		if r.Variant == builtin {
+			cronPair, jobPair = r.KCMQPS, r.KCMQPS
+		}
+		p(" %.2f | %.2f | %.2f (%.1f) | %.2f (%.1f) | %s / %s | %.0f |\n", perRun(total, r.JobsCreated), perRun(r.Reads["CronJob GET"], r.JobsCreated),
+			cc, cc*float64(r.CronJobs)/60, jc, jc*float64(r.CronJobs)/60,
+			num(budget(cc*float64(r.CronJobs), cronPair)), num(budget(jc*float64(r.CronJobs), jobPair)), sumMap(r.Failed))
 	}
 	p("\n")
 
