@@ -101,8 +101,8 @@ func checkInstance(t *testing.T, m *jobplanev1.WatchJobInstancesResponse, job, t
 // BackfillCronJob of the three minutes up to the first run creates the two
 // not run yet (trigger Backfill) and skips the one that ran, and again
 // skips them all. Every run completes; manual and backfilled runs leave
-// lastScheduleTime alone. Deleting the CronJob with DeleteCronJob deletes
-// its Jobs.
+// lastScheduleTime alone. Deleting the CronJob with DeleteCronJob
+// (foreground propagation) deletes its Jobs, then the CronJob.
 func TestTriggerWatchAndBackfill(t *testing.T) {
 	t.Parallel()
 	e := sharedEnv(t)
@@ -213,10 +213,19 @@ func TestTriggerWatchAndBackfill(t *testing.T) {
 		}
 	}
 
-	if _, err := e.CronClient.DeleteCronJob(ctx, &jobplanev1.DeleteCronJobRequest{Namespace: ns, Name: "cj"}); err != nil {
+	// Foreground: the CronJob goes once the garbage collector has deleted
+	// its Jobs.
+	if _, err := e.CronClient.DeleteCronJob(ctx, &jobplanev1.DeleteCronJobRequest{Namespace: ns, Name: "cj",
+		PropagationPolicy: string(metav1.DeletePropagationForeground)}); err != nil {
 		t.Fatalf("DeleteCronJob: %v", err)
 	}
 	waitJobsGone(t, ctx, e, ns)
+	if err := poll(ctx, time.Minute, func(ctx context.Context) bool {
+		_, err := getCronJob(ctx, e, ns, "cj")
+		return apierrors.IsNotFound(err)
+	}); err != nil {
+		t.Errorf("the CronJob deleted in the foreground is still there once its Jobs are gone")
+	}
 }
 
 func timestamps(ts []*timestamppb.Timestamp) []time.Time {
