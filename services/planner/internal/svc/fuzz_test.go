@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,4 +54,85 @@ func FuzzPlanSync(f *testing.F) {
 		}
 		checkDeltaEquivalence(t, req, len(data))
 	})
+}
+
+// FuzzPlanSyncDelta feeds arbitrary bytes as a delta against a fixed base
+// (the indexed Job of testdata, planned in full on the stream): every input
+// that decodes is planned, refused with InvalidArgument, or answered
+// FailedPrecondition (a base it does not name), never a panic; a delta
+// planned is planned byte for byte as the full snapshot it stands for.
+func FuzzPlanSyncDelta(f *testing.F) {
+	base := fuzzBase(f)
+	next := proto.Clone(base).(*jobplanev1.PlanSyncRequest)
+	next.Pods[0].Status.Phase = "Failed"
+	extra := proto.Clone(next.Pods[1]).(*jobplanev1.Pod)
+	extra.Metadata.Uid, extra.Metadata.Name = "pod-new", "render-9-x9"
+	next.Pods = append(next.Pods[:1], extra)
+	next.Job.Status.Active = 1
+	for _, d := range []*jobplanev1.PlanSyncDelta{deltaOf("base", base, base), deltaOf("base", base, next)} {
+		seed, err := proto.Marshal(d)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := &jobplanev1.PlanSyncDelta{}
+		if err := proto.Unmarshal(data, d); err != nil {
+			return
+		}
+		bases := newSnapshotStore(DefaultStreamSnapshotMaxPods).stream()
+		defer bases.close()
+		if _, err := planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "base", Request: base}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := streamed(t, bases, &jobplanev1.StreamPlanSyncRequest{Id: "delta", Delta: d})
+		if err != nil {
+			if c := status.Code(err); c != codes.InvalidArgument && c != codes.FailedPrecondition {
+				t.Fatalf("refused with %v, want InvalidArgument or FailedPrecondition", err)
+			}
+			return
+		}
+		want, err := fullPlan(t, applied(base, d))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("the delta's plan differs from the full snapshot's (%v)", err)
+		}
+	})
+}
+
+// fuzzBase is the base of FuzzPlanSyncDelta.
+func fuzzBase(tb testing.TB) *jobplanev1.PlanSyncRequest {
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "plansync-indexed-job.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req := &jobplanev1.PlanSyncRequest{}
+	if err := protojson.Unmarshal(data, req); err != nil {
+		tb.Fatal(err)
+	}
+	return req
+}
+
+// applied is the full snapshot a delta stands for, as the contract defines
+// it, against base.
+func applied(base *jobplanev1.PlanSyncRequest, d *jobplanev1.PlanSyncDelta) *jobplanev1.PlanSyncRequest {
+	out := &jobplanev1.PlanSyncRequest{Job: base.GetJob(), Now: d.GetNow(), Expectations: d.GetExpectations(),
+		FinalizerRemovalsInFlight: d.GetFinalizerRemovalsInFlight(), BackoffRecord: d.GetBackoffRecord(), TrackingFinalizer: d.GetTrackingFinalizer()}
+	if d.GetJob() != nil {
+		out.Job = d.GetJob()
+	}
+	gone := map[string]bool{}
+	for _, uid := range d.GetRemovedPodUids() {
+		gone[uid] = true
+	}
+	for _, p := range d.GetUpsertedPods() {
+		gone[p.GetMetadata().GetUid()] = true // replaced
+	}
+	for _, p := range base.GetPods() {
+		if !gone[p.GetMetadata().GetUid()] {
+			out.Pods = append(out.Pods, p)
+		}
+	}
+	out.Pods = append(out.Pods, d.GetUpsertedPods()...)
+	return out
 }
