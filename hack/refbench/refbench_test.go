@@ -30,10 +30,7 @@ func syncHandlerOf(jm *job.Controller) func(context.Context, string) error {
 // is timed without the API server.
 func apiAnswersEverything(client *fake.Clientset) {
 	client.PrependReactor("*", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		switch a := action.(type) {
-		case k8stesting.CreateAction:
-			return true, a.GetObject(), nil
-		case k8stesting.UpdateAction:
+		if a, ok := action.(k8stesting.CreateAction); ok { // creations and updates alike
 			return true, a.GetObject(), nil
 		}
 		if action.GetResource().Resource == "pods" {
