@@ -15,7 +15,8 @@ import (
 // NewRequest is the PlanSync request of one sync: the Job, the pods it
 // controls, the executor's state and the time. Of the template's spec it
 // carries restartPolicy alone, the only field the sync semantics read, which
-// spares a JSON round trip of the whole PodSpec on every sync.
+// spares a JSON round trip of the whole PodSpec on every sync; of the pods it
+// leaves out the labels, which the sync semantics do not read either.
 func NewRequest(job *batchv1.Job, pods []*corev1.Pod, state State, now time.Time, finalizer string) *jobplanev1.PlanSyncRequest {
 	req := &jobplanev1.PlanSyncRequest{
 		Job:               snapshotJob(job),
@@ -24,10 +25,23 @@ func NewRequest(job *batchv1.Job, pods []*corev1.Pod, state State, now time.Time
 		TrackingFinalizer: finalizer,
 	}
 	for i, p := range pods {
-		req.Pods[i] = kubeconv.PodFromKube(p)
+		req.Pods[i] = podFromKube(p)
 	}
 	req.Expectations, req.BackoffRecord, req.FinalizerRemovalsInFlight = stateToProto(state)
 	return req
+}
+
+// podFromKube converts a pod for a request, without its labels: the sync
+// semantics read none (the executor matched the pods to the Job already),
+// and they are a quarter of a typical pod's bytes on the wire and most of
+// its encoding time.
+func podFromKube(p *corev1.Pod) *jobplanev1.Pod {
+	if len(p.Labels) == 0 {
+		return kubeconv.PodFromKube(p)
+	}
+	q := *p // shares all but the labels
+	q.Labels = nil
+	return kubeconv.PodFromKube(&q)
 }
 
 // snapshotJob converts the Job with a template spec of restartPolicy alone.

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
-	"github.com/jobplane/jobplane/lib/kubeconv"
 )
 
 // Snapshot is what one sync of a Job shows the planner, in Kubernetes
@@ -80,7 +79,7 @@ func (s *Snapshot) Delta(base *Sent) *jobplanev1.PlanSyncDelta {
 	for _, p := range s.Pods {
 		old, ok := base.pods[p.UID]
 		if !ok || p.ResourceVersion == "" || p.ResourceVersion != old.resourceVersion {
-			d.UpsertedPods = append(d.UpsertedPods, kubeconv.PodFromKube(p))
+			d.UpsertedPods = append(d.UpsertedPods, podFromKube(p))
 		}
 		base.pods[p.UID] = sentPod{resourceVersion: p.ResourceVersion, mark: mark}
 	}

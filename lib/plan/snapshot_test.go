@@ -157,3 +157,27 @@ func TestDeltaAppliedToItsBaseIsTheFullSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// Requests leave the pods' labels out (the sync reads none) and leave the
+// executor's objects as they were.
+func TestRequestsCarryNoPodLabels(t *testing.T) {
+	p := testPod(1, 5, corev1.PodRunning)
+	p.Labels = map[string]string{"app": "x"}
+	p.Annotations = map[string]string{batchv1.JobCompletionIndexAnnotation: "1"}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", UID: "job-uid", ResourceVersion: "1"}}
+	s := &Snapshot{Job: job, Pods: []*corev1.Pod{p}, Now: time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)}
+	full := s.Request().GetPods()[0]
+	base := s.Record("1")
+	p2 := p.DeepCopy()
+	p2.ResourceVersion = "6"
+	s.Pods = []*corev1.Pod{p2}
+	delta := s.Delta(base).GetUpsertedPods()[0]
+	for _, got := range []*jobplanev1.Pod{full, delta} {
+		if got.GetMetadata().GetLabels() != nil || got.GetMetadata().GetAnnotations()[batchv1.JobCompletionIndexAnnotation] != "1" || got.GetMetadata().GetName() != p.Name {
+			t.Errorf("request pod %v: want the pod without its labels", got.GetMetadata())
+		}
+	}
+	if p.Labels["app"] != "x" || p2.Labels["app"] != "x" {
+		t.Error("the executor's pods lost their labels")
+	}
+}

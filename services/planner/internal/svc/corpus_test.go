@@ -103,3 +103,29 @@ func corpusRequests(t testing.TB) map[string]*jobplanev1.PlanSyncRequest {
 	}
 	return out
 }
+
+// lib/plan leaves the pods' labels out of requests: the plan of every
+// corpus request (snapshots taken with their labels along lifecycles of
+// every kind, and fuzzing's finds) is the same without them.
+func TestPodLabelsDoNotChangeThePlan(t *testing.T) {
+	labelled := 0
+	for name, req := range corpusRequests(t) {
+		want, wantErr := planSync(req)
+		stripped := proto.Clone(req).(*jobplanev1.PlanSyncRequest)
+		for _, p := range stripped.GetPods() {
+			if len(p.GetMetadata().GetLabels()) > 0 {
+				labelled++
+			}
+			if p.GetMetadata() != nil {
+				p.Metadata.Labels = nil
+			}
+		}
+		got, gotErr := planSync(stripped)
+		if (wantErr == nil) != (gotErr == nil) || !proto.Equal(got, want) {
+			t.Errorf("%s: the plan without the pods' labels differs (%v, %v)", name, gotErr, wantErr)
+		}
+	}
+	if labelled < 100 {
+		t.Errorf("only %d pods with labels in the corpus", labelled)
+	}
+}
