@@ -49,6 +49,7 @@
 #   COUNTS="1000"             CronJobs per controller
 #   QPS_PAIRS="20/30"         cron's and executor's client QPS/burst
 #   KCM_QPS=                  kube-controller-manager's QPS/burst (the pair when empty)
+#   CRON_QPS= EXECUTOR_QPS=   cron's or the executor's alone (the pair when empty)
 #   VARIANTS="builtin jobplane"
 #   MINUTES=3 GRACE=90s CRON_WORKERS=5 EXECUTOR_WORKERS=5
 # Results (JSON lines), the services' logs and their /metrics at the end of
@@ -62,6 +63,8 @@ cd "${root}"
 counts=${COUNTS:-1000}
 qps_pairs=${QPS_PAIRS:-"20/30"}
 kcm_qps=${KCM_QPS:-}
+cron_qps=${CRON_QPS:-}
+executor_qps=${EXECUTOR_QPS:-}
 variants=${VARIANTS:-"builtin jobplane"}
 minutes=${MINUTES:-3}
 grace=${GRACE:-90s}
@@ -201,10 +204,12 @@ wait_ready() {
   done
 }
 
-# start_services QPS BURST LABEL: planner, executor and cron on free
-# loopback ports, each client at QPS/BURST.
+# start_services PAIR LABEL: planner, executor and cron on free loopback
+# ports, each client at PAIR (QPS/burst) unless EXECUTOR_QPS or CRON_QPS
+# says otherwise.
 start_services() {
-  local qps=$1 burst=$2 label=$3 ports
+  local pair=$1 label=$2 ports
+  local epair=${executor_qps:-${pair}} cpair=${cron_qps:-${pair}}
   mapfile -t ports < <("${work}/ports" ports 6)
   local planner_addr=127.0.0.1:${ports[0]} executor_addr=127.0.0.1:${ports[2]}
   executor_metrics=http://127.0.0.1:${ports[3]}/metrics
@@ -214,17 +219,17 @@ start_services() {
   pids+=($!)
   "${work}/executor" -kubeconfig "${kubeconfig}" -planner-addr "${planner_addr}" -authn-anonymous \
     -grpc-addr "${executor_addr}" -metrics-addr "127.0.0.1:${ports[3]}" \
-    -kube-api-qps "${qps}" -kube-api-burst "${burst}" -workers "${executor_workers}" -leader-elect=false \
+    -kube-api-qps "${epair%/*}" -kube-api-burst "${epair#*/}" -workers "${executor_workers}" -leader-elect=false \
     -log-level warn >"${run_dir}/executor-${label}.log" 2>&1 &
   pids+=($!)
   wait_ready "http://127.0.0.1:${ports[3]}/readyz" "${run_dir}/executor-${label}.log" executor
   "${work}/cron" -kubeconfig "${kubeconfig}" -executor-addr "${executor_addr}" -authn-anonymous \
     -grpc-addr "127.0.0.1:${ports[4]}" -metrics-addr "127.0.0.1:${ports[5]}" \
-    -kube-api-qps "${qps}" -kube-api-burst "${burst}" -workers "${cron_workers}" -leader-elect=false \
+    -kube-api-qps "${cpair%/*}" -kube-api-burst "${cpair#*/}" -workers "${cron_workers}" -leader-elect=false \
     -log-level warn >"${run_dir}/cron-${label}.log" 2>&1 &
   pids+=($!)
   wait_ready "http://127.0.0.1:${ports[5]}/readyz" "${run_dir}/cron-${label}.log" cron
-  log "planner, executor (${executor_workers} workers) and cron (${cron_workers} workers) ready at ${qps}/${burst}"
+  log "planner, executor (${executor_workers} workers, ${epair}) and cron (${cron_workers} workers, ${cpair}) ready"
 }
 
 log "building planner, executor, cron and the driver"
@@ -255,7 +260,7 @@ for count in ${counts}; do
     kpair=${kcm_qps:-${pair}}
     label="${count}-${qps}-${burst}"
     cluster_create "${kpair%/*}" "${kpair#*/}"
-    start_services "${qps}" "${burst}" "${label}"
+    start_services "${pair}" "${label}"
     kcm_url=$(component_url kube-controller-manager)
     # Creating, settling (at most 3 minutes), a minute to the first
     # boundary, MINUTES, the grace, and the listing of the events.
@@ -263,7 +268,7 @@ for count in ${counts}; do
     log "${count} CronJobs (${variants}) at ${pair}, kcm at ${kpair}, ${minutes} minutes"
     timeout "${driver_timeout}" "${work}/bench" run -kubeconfig "${kubeconfig}" -results "${results}" \
       -count "${count}" -minutes "${minutes}" -grace "${grace}" -variants "${variant_list}" \
-      -qps "${pair}" -kcm-qps "${kpair}" -cron-workers "${cron_workers}" -executor-workers "${executor_workers}" \
+      -qps "${pair}" -cron-qps "${cron_qps:-${pair}}" -executor-qps "${executor_qps:-${pair}}" -kcm-qps "${kpair}" -cron-workers "${cron_workers}" -executor-workers "${executor_workers}" \
       -kcm-metrics "${kcm_url}/metrics" -executor-metrics "${executor_metrics}" -cron-metrics "${cron_metrics}" >/dev/null ||
       log "the driver failed or timed out (${driver_timeout}s); results so far in ${results}"
     curl -sf --max-time 30 "${executor_metrics}" >"${run_dir}/executor-metrics-${label}.txt" || true

@@ -22,6 +22,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,6 +87,8 @@ type options struct {
 	kubeconfig      string
 	results         string
 	qps             string
+	cronQPS         string
+	executorQPS     string
 	kcmQPS          string
 	cronWorkers     int
 	executorWorkers int
@@ -107,6 +110,8 @@ type result struct {
 	CronJobs        int     `json:"cronJobs"`        // CronJobs of this controller
 	SideBySide      bool    `json:"sideBySide"`      // the other controller ran as many in the same run
 	QPS             string  `json:"qps"`             // jobplane's clients (cron, executor) QPS/burst
+	CronQPS         string  `json:"cronQPS"`         // cron's alone
+	ExecutorQPS     string  `json:"executorQPS"`     // the executor's alone
 	KCMQPS          string  `json:"kcmQPS"`          // kube-controller-manager's QPS/burst
 	CronWorkers     int     `json:"cronWorkers"`     // cron -workers
 	ExecutorWorkers int     `json:"executorWorkers"` // executor -workers
@@ -128,6 +133,9 @@ type result struct {
 	SkewCT     quantiles `json:"skewCreationTimestamp"`
 	SkewOwn    quantiles `json:"skewOwnHistogram"`
 	OwnSamples float64   `json:"ownSamples"`
+	// WatchLag is how late the driver's watch saw its own writes over the
+	// interval (a ConfigMap updated every second): the skews include it.
+	WatchLag quantiles `json:"watchLag"`
 	// PerBoundary are the runs and skews of each boundary.
 	PerBoundary []boundary `json:"perBoundary"`
 
@@ -180,6 +188,8 @@ func run(args []string) error {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
 	fs.StringVar(&o.results, "results", "", "JSON-lines file the results are appended to")
 	fs.StringVar(&o.qps, "qps", "", "QPS/burst of cron and executor, as a label of the results")
+	fs.StringVar(&o.cronQPS, "cron-qps", "", "QPS/burst of cron when it differs from -qps")
+	fs.StringVar(&o.executorQPS, "executor-qps", "", "QPS/burst of the executor when it differs from -qps")
 	fs.StringVar(&o.kcmQPS, "kcm-qps", "", "QPS/burst of kube-controller-manager, as a label of the results")
 	fs.IntVar(&o.cronWorkers, "cron-workers", 0, "cron -workers, as a label of the results")
 	fs.IntVar(&o.executorWorkers, "executor-workers", 0, "executor -workers, as a label of the results")
@@ -229,6 +239,9 @@ func run(args []string) error {
 	if b.w, err = newWatcher(ctx, meta); err != nil {
 		return err
 	}
+	if b.probe, err = startProbe(ctx, b.kube, meta); err != nil {
+		return err
+	}
 	results, err := b.run(ctx)
 	if err != nil {
 		return err
@@ -256,10 +269,11 @@ func run(args []string) error {
 }
 
 type bench struct {
-	o    options
-	kube kubernetes.Interface
-	dyn  dynamic.Interface
-	w    *watcher
+	o     options
+	kube  kubernetes.Interface
+	dyn   dynamic.Interface
+	w     *watcher
+	probe *probe
 }
 
 // snapshot is what the deltas of the interval come from.
@@ -325,11 +339,13 @@ func (b *bench) run(ctx context.Context) ([]result, error) {
 	for _, v := range o.variants {
 		r := result{
 			Variant: v, CronJobs: o.count, SideBySide: len(o.variants) == 2, QPS: o.qps, KCMQPS: o.kcmQPS,
+			CronQPS: cmp.Or(o.cronQPS, o.qps), ExecutorQPS: cmp.Or(o.executorQPS, o.qps),
 			CronWorkers: o.cronWorkers, ExecutorWorkers: o.executorWorkers, Minutes: o.minutes,
 			WindowStart: first.UTC().Format(time.RFC3339), GraceSeconds: o.grace.Seconds(), CreateSeconds: createSecs,
 			IntervalSeconds: after.at.Sub(before.at).Seconds(),
 		}
 		b.runs(&r, first, last, before.at, after.at)
+		r.WatchLag = quantilesOf(b.probe.lagsBetween(before.at, after.at))
 		deltas(&r, before, after)
 		results = append(results, r)
 		log.Printf("%s: %d of %d runs, %d missed; skew p50 %.2fs p99 %.2fs max %.2fs", v, r.Runs, r.Expected, r.Missed, r.Skew.P50, r.Skew.P99, r.Skew.Max)

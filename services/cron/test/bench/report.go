@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -65,7 +66,7 @@ func clientQPS(r *result) string {
 	if r.Variant == builtin {
 		return r.KCMQPS
 	}
-	return r.QPS
+	return cmp.Or(r.ExecutorQPS, r.QPS)
 }
 
 // createFloor is the least time the creating client's rate limit allows for
@@ -117,22 +118,31 @@ func jobClient(r *result) float64 {
 	return n
 }
 
+// qpsLabel is the pair of cron and executor, or each when they differ.
+func qpsLabel(r *result) string {
+	c, e := cmp.Or(r.CronQPS, r.QPS), cmp.Or(r.ExecutorQPS, r.QPS)
+	if c == e {
+		return c
+	}
+	return "cron " + c + ", executor " + e
+}
+
 func writeReport(w io.Writer, all []result) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("#### Runs and creation skew\n\n")
-	p("Skew: from a run's scheduled time to its Job first seen by the driver's watch, over the runs of the measured boundaries; creationTimestamp is truncated to the second; the controller's own histogram gives the upper bound of the bucket (both controllers feed it from creationTimestamp, so below a second it reads its first bucket). Create floor: (CronJobs − burst) / QPS of the client creating the Jobs (kcm's cronjob-controller, jobplane's executor), the least time its rate limit allows one boundary's creations.\n\n")
-	p("| CronJobs | side by side | cron+executor QPS/burst | kcm QPS/burst | cron workers | controller | runs / expected | missed | skew p50 (s) | p99 (s) | max (s) | creationTimestamp p50 / p99 / max (s) | own histogram p50 / p99 (s, ≤) | create floor (s) |\n")
-	p("|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---:|\n")
+	p("Skew: from a run's scheduled time to its Job first seen by the driver's watch, over the runs of the measured boundaries (it includes the watch's own lag, measured beside it: a ConfigMap the driver updates every second, from the update answered to its event seen); creationTimestamp is truncated to the second; the controller's own histogram gives the upper bound of the bucket (both controllers feed it from creationTimestamp, so below a second it reads its first bucket). Create floor: (CronJobs − burst) / QPS of the client creating the Jobs (kcm's cronjob-controller, jobplane's executor), the least time its rate limit allows one boundary's creations.\n\n")
+	p("| CronJobs | side by side | cron+executor QPS/burst | kcm QPS/burst | cron workers | controller | runs / expected | missed | skew p50 (s) | p99 (s) | max (s) | creationTimestamp p50 / p99 / max (s) | own histogram p50 / p99 (s, ≤) | driver's watch lag p50 / p99 / max (s) | create floor (s) |\n")
+	p("|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---|---:|\n")
 	for i := range all {
 		r := &all[i]
 		workers := "–"
 		if r.Variant == jobplane {
 			workers = strconv.Itoa(r.CronWorkers)
 		}
-		p("| %d | %s | %s | %s | %s | %s | %d / %d | %d | %s | %s | %s | %s / %s / %s | %s / %s | %.1f |\n",
-			r.CronJobs, yesNo(r.SideBySide), r.QPS, r.KCMQPS, workers, variantName[r.Variant], r.Runs, r.Expected, r.Missed,
+		p("| %d | %s | %s | %s | %s | %s | %d / %d | %d | %s | %s | %s | %s / %s / %s | %s / %s | %s / %s / %s | %.1f |\n",
+			r.CronJobs, yesNo(r.SideBySide), qpsLabel(r), r.KCMQPS, workers, variantName[r.Variant], r.Runs, r.Expected, r.Missed,
 			num(r.Skew.P50), num(r.Skew.P99), num(r.Skew.Max), num0(r.SkewCT.P50), num0(r.SkewCT.P99), num0(r.SkewCT.Max),
-			bound(r.SkewOwn.P50), bound(r.SkewOwn.P99), createFloor(r))
+			bound(r.SkewOwn.P50), bound(r.SkewOwn.P99), num(r.WatchLag.P50), num(r.WatchLag.P99), num(r.WatchLag.Max), createFloor(r))
 	}
 	p("\n")
 
@@ -149,7 +159,7 @@ func writeReport(w io.Writer, all []result) {
 	p("\n|---:|---|---|%s\n", strings.Repeat("---|", maxB))
 	for i := range all {
 		r := &all[i]
-		p("| %d | %s | %s |", r.CronJobs, r.QPS, variantName[r.Variant])
+		p("| %d | %s | %s |", r.CronJobs, qpsLabel(r), variantName[r.Variant])
 		for _, b := range r.PerBoundary {
 			p(" %d: %s / %s |", b.Runs, num(b.P99), num(b.Max))
 		}
@@ -163,7 +173,7 @@ func writeReport(w io.Writer, all []result) {
 	p("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|\n")
 	for i := range all {
 		r := &all[i]
-		p("| %d | %s | %s | %d |", r.CronJobs, r.QPS, variantName[r.Variant], r.JobsCreated)
+		p("| %d | %s | %s | %d |", r.CronJobs, qpsLabel(r), variantName[r.Variant], r.JobsCreated)
 		var total float64
 		for _, c := range categories {
 			p(" %.2f |", perRun(r.Writes[c], r.JobsCreated))
@@ -171,7 +181,7 @@ func writeReport(w io.Writer, all []result) {
 		}
 		total += r.Writes["CronJob other"]
 		cc, jc := perRun(cronClient(r), r.JobsCreated), perRun(jobClient(r), r.JobsCreated)
-		cronPair, jobPair := r.QPS, r.QPS
+		cronPair, jobPair := cmp.Or(r.CronQPS, r.QPS), cmp.Or(r.ExecutorQPS, r.QPS)
 		if r.Variant == builtin {
 			cronPair, jobPair = r.KCMQPS, r.KCMQPS
 		}
@@ -190,7 +200,7 @@ func writeReport(w io.Writer, all []result) {
 		if i > 0 && sameRun(&all[i-1], r) {
 			continue
 		}
-		p("| %d | %s | %s | %.0f | %.1f | %.1f | %.1f | %.1f |\n", r.CronJobs, r.QPS, variantsOf(all, r), r.IntervalSeconds,
+		p("| %d | %s | %s | %.0f | %.1f | %.1f | %.1f | %.1f |\n", r.CronJobs, qpsLabel(r), variantsOf(all, r), r.IntervalSeconds,
 			r.CPU["kube-apiserver"], r.CPU["kube-controller-manager"], r.CPU["cron"], r.CPU["executor"])
 	}
 	p("\n")
@@ -199,7 +209,7 @@ func writeReport(w io.Writer, all []result) {
 	p("| CronJobs | QPS/burst | controller | seen | events | own | all writes (both controllers and the driver) |\n|---:|---|---|---|---|---|---|\n")
 	for i := range all {
 		r := &all[i]
-		p("| %d | %s | %s | %s | %s | %s | %s |\n", r.CronJobs, r.QPS, variantName[r.Variant], kv(r.Seen), kv(r.Events), kv(r.Own), kv(r.Shared))
+		p("| %d | %s | %s | %s | %s | %s | %s |\n", r.CronJobs, qpsLabel(r), variantName[r.Variant], kv(r.Seen), kv(r.Events), kv(r.Own), kv(r.Shared))
 	}
 	p("\n</details>\n")
 }
