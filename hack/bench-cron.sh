@@ -24,7 +24,8 @@
 #   - skew: the Job first seen by the watch less its scheduled time (the
 #     batch.kubernetes.io/cronjob-scheduled-timestamp annotation), p50, p99,
 #     max per controller; also from creationTimestamp (1 s, truncated) and
-#     from each controller's own skew histogram;
+#     from each controller's own skew histogram; the watch's own lag is
+#     measured beside it (a ConfigMap updated every second);
 #   - missed: CronJobs × boundaries less the (CronJob, boundary) pairs that
 #     have a Job by the end;
 #   - API requests per run: apiserver_request_total before and after, told
@@ -41,9 +42,12 @@
 # Everything listens on 127.0.0.1; every wait is bounded, the load stops
 # with the cluster, which is deleted at the end.
 #
-#   hack/bench-cron.sh                                       # 1,000 side by side at 20/30, 3 minutes (about 10 minutes)
+#   hack/bench-cron.sh                                       # 1,000 side by side at 20/30, 3 minutes (about 8 minutes)
+#   QPS_PAIRS=1000/1500 hack/bench-cron.sh                   # the same with every client at 1000/1500
 #   COUNTS=10000 QPS_PAIRS=1000/1500 KCM_QPS=20/30 VARIANTS=jobplane CRON_WORKERS=50 hack/bench-cron.sh
 #   COUNTS=50 MINUTES=2 hack/bench-cron.sh                   # a quick run (5 minutes)
+#   COUNTS=50 MINUTES=2 VARIANTS=jobplane QPS_PAIRS=1000/1500 EXECUTOR_QPS=5/5 CRON_WORKERS=50 hack/bench-cron.sh
+#                                       # the executor's rate limit alone in the way
 #
 # Environment (defaults):
 #   COUNTS="1000"             CronJobs per controller
