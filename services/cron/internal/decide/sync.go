@@ -305,8 +305,10 @@ func (d *decision) runMostRecent() bool {
 	if d.cj.CatchUpPolicyOf() == cronapi.CatchUpSkip {
 		late, grace := d.now.Sub(t.Add(d.jitter(t))), skipGrace(t, sched)
 		if late > grace {
-			d.event(corev1.EventTypeWarning, "SkippedMissedRun", "Skipped the run scheduled at %s: it is %s late and catchUp.policy Skip starts runs at most %s late",
-				t.UTC().Format(time.RFC1123Z), late, grace)
+			// The same message on every sync until the next time, so that
+			// the events aggregate as MissSchedule's do.
+			d.event(corev1.EventTypeWarning, "SkippedMissedRun", "Skipped the run scheduled at %s: catchUp.policy Skip starts runs at most %s late",
+				t.UTC().Format(time.RFC1123Z), grace)
 			d.miss(t)
 			return true
 		}
