@@ -80,6 +80,7 @@ type Controller struct {
 	recorder record.EventRecorder
 	metrics  *Metrics
 	missed   missedRuns
+	written  writtenStatuses
 	leading  func() (bool, string)
 	// syncing serialises a CronJob's syncs and its Trigger and Backfill.
 	syncing keyedmutex.Mutex
@@ -217,12 +218,13 @@ func (c *Controller) sync(ctx context.Context, key string) (*time.Duration, erro
 	cronJob, err := c.cachedCronJob(ns, name)
 	if apierrors.IsNotFound(err) {
 		c.missed.forget(key)
+		c.written.forget(key)
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	in, err := c.input(ctx, cronJob)
+	in, err := c.input(ctx, c.written.freshest(key, cronJob))
 	if err != nil {
 		return nil, err
 	}

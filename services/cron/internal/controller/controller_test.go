@@ -324,3 +324,33 @@ func TestTriggerUnderBufferOneQueues(t *testing.T) {
 		t.Errorf("pending %+v, want only the manual run", got)
 	}
 }
+
+// The sync after a status write decides on what was written while the
+// cache still has the version it replaced: a Job's completion is not seen
+// twice (the reference would repeat SawCompletedJob and fail its write with
+// a conflict).
+func TestSyncAfterAWriteUsesTheWrittenStatus(t *testing.T) {
+	cj := everyMinute("cj")
+	done := ownedJob(cj, decide.JobName("cj", minute))
+	done.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	done.Status.CompletionTime = &metav1.Time{Time: minute.Add(5 * time.Second)}
+	cj.Status.Active = []corev1.ObjectReference{{Kind: "Job", APIVersion: "batch/v1", Namespace: testNamespace, Name: done.Name, UID: done.UID}}
+	cj.Status.LastScheduleTime = &metav1.Time{Time: minute}
+	f := newFixture(t, cj)
+	f.putJob(done)
+	f.clock.SetTime(minute.Add(10 * time.Second))
+	if _, err := f.sync("cj"); err != nil {
+		t.Fatal(err)
+	}
+	if events := f.events(); !slices.Equal(events, []string{"Normal SawCompletedJob"}) {
+		t.Fatalf("events %v", events)
+	}
+	// The cache still lists the Job as active.
+	f.clock.SetTime(minute.Add(11 * time.Second))
+	if _, err := f.sync("cj"); err != nil {
+		t.Fatal(err)
+	}
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("events %v repeated", events)
+	}
+}

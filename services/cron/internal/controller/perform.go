@@ -150,10 +150,13 @@ func (c *Controller) writeStatus(ctx context.Context, cronJob *cronapi.CronJob, 
 	if err != nil {
 		return err
 	}
-	_, err = c.cfg.CronJobs.Namespace(cronJob.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	stored, err := c.cfg.CronJobs.Namespace(cronJob.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	if err != nil {
 		c.metrics.statusWriteFailed(apierrors.IsConflict(err))
 		return fmt.Errorf("writing the status of CronJob %s/%s: %w", cronJob.Namespace, cronJob.Name, err)
+	}
+	if after, err := cronapi.FromUnstructured(stored); err == nil {
+		c.written.record(cronJob.Namespace+"/"+cronJob.Name, cronJob.ResourceVersion, after)
 	}
 	return nil
 }
