@@ -55,7 +55,7 @@ type Env struct {
 var (
 	envOnce sync.Once
 	env     *Env
-	suite   = &suiteTB{}
+	suite   = kubetest.NewSuite("cron-e2e")
 )
 
 // defaultParallel is how many parallel tests run at once unless -parallel
@@ -70,7 +70,7 @@ func TestMain(m *testing.M) {
 		_ = flag.Set("test.parallel", defaultParallel)
 	}
 	code := m.Run()
-	if suite.finish(code != 0) && code == 0 {
+	if suite.Finish(code != 0) && code == 0 {
 		code = 1
 	}
 	os.Exit(code)
@@ -84,8 +84,8 @@ func sharedEnv(t *testing.T) *Env {
 		t.Skip("needs the local cluster; skipped in -short mode (make test-unit)")
 	}
 	envOnce.Do(func() {
-		suite.begin(t)
-		defer suite.end()
+		suite.Begin(t)
+		defer suite.End()
 		started := time.Now()
 		e := &Env{Cluster: kubetest.StartCluster(suite, clusterNodes)}
 		kubetest.InstallCRDs(suite, e.Cluster.Config)
@@ -249,108 +249,4 @@ func showEvents(t *testing.T, e *Env, namespace string) {
 			ev.Type, ev.Reason, ev.Message, ev.Count)
 	}
 	t.Logf("---- events of %s ----\n%s", namespace, b.String())
-}
-
-// suiteTB is the testing.TB of what the whole test binary shares. While
-// sharedEnv starts it, it is the test that asked first (a Fatal stops that
-// test); its cleanups and temporary directories last until TestMain ends, and
-// it counts as failed there when any test failed, so that the cluster's logs
-// are shown.
-type suiteTB struct {
-	testing.TB // the test starting the shared things; nil otherwise
-
-	mu       sync.Mutex
-	cleanups []func()
-	dirs     []string
-	failed   bool // set by finish
-	errored  bool // an error reported while nothing was running
-}
-
-func (s *suiteTB) begin(t testing.TB) { s.TB = t }
-func (s *suiteTB) end()               { s.TB = nil }
-
-// finish runs the cleanups, last registered first, and removes the
-// temporary directories; it reports whether a cleanup failed.
-func (s *suiteTB) finish(failed bool) bool {
-	s.mu.Lock()
-	s.failed = failed
-	cleanups := s.cleanups
-	s.cleanups = nil
-	s.mu.Unlock()
-	for i := len(cleanups) - 1; i >= 0; i-- {
-		cleanups[i]()
-	}
-	for _, dir := range s.dirs {
-		_ = os.RemoveAll(dir)
-	}
-	return s.errored
-}
-
-func (s *suiteTB) Cleanup(f func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cleanups = append(s.cleanups, f)
-}
-
-func (s *suiteTB) TempDir() string {
-	dir, err := os.MkdirTemp("", "jobplane-cron-e2e-")
-	if err != nil {
-		s.Fatal(err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dirs = append(s.dirs, dir)
-	return dir
-}
-
-func (s *suiteTB) Name() string { return "cron-e2e" }
-
-func (s *suiteTB) Helper() {
-	if s.TB != nil {
-		s.TB.Helper()
-	}
-}
-
-func (s *suiteTB) Failed() bool {
-	if s.TB != nil {
-		return s.TB.Failed()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.failed || s.errored
-}
-
-func (s *suiteTB) Log(args ...any) { s.Logf("%s", fmt.Sprintln(args...)) }
-
-func (s *suiteTB) Logf(format string, args ...any) {
-	if s.TB != nil {
-		s.TB.Logf(format, args...)
-		return
-	}
-	fmt.Fprintf(os.Stderr, "cron-e2e: "+format+"\n", args...)
-}
-
-func (s *suiteTB) Error(args ...any) { s.Errorf("%s", fmt.Sprintln(args...)) }
-
-func (s *suiteTB) Errorf(format string, args ...any) {
-	if s.TB != nil {
-		s.TB.Errorf(format, args...)
-		return
-	}
-	s.mu.Lock()
-	s.errored = true
-	s.mu.Unlock()
-	s.Logf(format, args...)
-}
-
-func (s *suiteTB) Fatal(args ...any) { s.Fatalf("%s", fmt.Sprintln(args...)) }
-
-// Fatalf stops the test starting the shared things; once nothing is running
-// (in a cleanup at the end) it only reports the error.
-func (s *suiteTB) Fatalf(format string, args ...any) {
-	if s.TB != nil {
-		s.TB.Fatalf(format, args...)
-		return
-	}
-	s.Errorf(format, args...)
 }
