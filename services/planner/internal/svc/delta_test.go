@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -451,5 +452,64 @@ func TestExecutorDeltasPlanAsTheFullSnapshotAlongLifecycles(t *testing.T) {
 	}
 	if deltas < 300 {
 		t.Errorf("only %d deltas", deltas)
+	}
+}
+
+// Streams evicting each other's snapshots concurrently: every delta is
+// planned as its full snapshot or answered FailedPrecondition, and the
+// bound holds throughout (run with -race).
+func TestConcurrentStreamsShareTheBound(t *testing.T) {
+	const streams, rounds = 6, 20
+	store := newSnapshotStore(35) // room for three Jobs of 10 pods
+	var wg sync.WaitGroup
+	errs := make(chan error, streams)
+	for i := range streams {
+		req := sizedRequest(t, fmt.Sprintf("job-%d", i), 10)
+		next := proto.Clone(req).(*jobplanev1.PlanSyncRequest)
+		next.Pods[2].Status.Phase = "Failed"
+		reqs := []*jobplanev1.PlanSyncRequest{req, next}
+		var want [2][]byte
+		for k, r := range reqs {
+			w, err := fullPlan(t, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[k] = w
+		}
+		wg.Go(func() {
+			bases := store.stream()
+			defer bases.close()
+			id, prev := 0, -1
+			for r := range rounds {
+				k := r % 2
+				id++
+				msg := &jobplanev1.StreamPlanSyncRequest{Id: strconv.Itoa(id), Request: reqs[k]}
+				if prev >= 0 {
+					msg = &jobplanev1.StreamPlanSyncRequest{Id: strconv.Itoa(id), Delta: deltaOf(strconv.Itoa(id-1), reqs[prev], reqs[k])}
+				}
+				got, err := streamed(t, bases, msg)
+				if status.Code(err) == codes.FailedPrecondition {
+					id++
+					got, err = streamed(t, bases, &jobplanev1.StreamPlanSyncRequest{Id: strconv.Itoa(id), Request: reqs[k]})
+				}
+				if err != nil || !bytes.Equal(got, want[k]) {
+					errs <- fmt.Errorf("round %d: %v, or a plan not the full snapshot's", r, err)
+					return
+				}
+				if held := store.heldPods(); held > 35 {
+					errs <- fmt.Errorf("%d held beyond the bound 35", held)
+					return
+				}
+				prev = k
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if store.heldPods() != 0 {
+		t.Errorf("%d held after every stream ended", store.heldPods())
 	}
 }
