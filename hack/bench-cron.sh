@@ -18,9 +18,11 @@
 #     after a minute boundary;
 #   - waits until the controllers' first syncs of them end (the writes of
 #     CronJobs, Jobs and events stop for 3 s; jobplane writes
-#     nextScheduleTime; the wait ends 8 s before the next boundary anyway),
-#     reads the counters, and measures the MINUTES minute boundaries that
-#     follow, then GRACE more for late Jobs, and reads the counters again;
+#     nextScheduleTime) until 8 s before the next boundary; if they have
+#     not ended, that boundary is left unmeasured (its runs are then those
+#     of a steady state); reads the counters, measures the MINUTES minute
+#     boundaries that follow, then GRACE more for late Jobs, and reads the
+#     counters again;
 #   - skew: the Job first seen by the watch less its scheduled time (the
 #     batch.kubernetes.io/cronjob-scheduled-timestamp annotation), p50, p99,
 #     max per controller; also from creationTimestamp (1 s, truncated) and
