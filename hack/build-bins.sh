@@ -5,8 +5,9 @@
 #   hack/build-bins.sh cluster   etcd, kube-apiserver, kube-controller-manager,
 #                                kube-scheduler, kubectl, kwok, kwokctl
 #                                (hack/cluster/*; about 10 minutes the first time)
-#   hack/build-bins.sh tools     buf, protoc-gen-go, protoc-gen-go-grpc, grpcurl,
-#                                staticcheck (hack/tools)
+#   hack/build-bins.sh tools     buf, protoc-gen-go, protoc-gen-go-grpc,
+#                                protoc-gen-go-vtproto-stable, grpcurl, staticcheck
+#                                (hack/tools)
 #
 # The cache key is a hash of the group's go.mod/go.sum files, the build table
 # below and the Go version: a group is built once, and again only when one of its
@@ -43,6 +44,7 @@ kwokctl|cluster/kwok|sigs.k8s.io/kwok/cmd/kwokctl|${kwok_ldflags}"
     table="buf|tools|github.com/bufbuild/buf/cmd/buf|
 protoc-gen-go|tools|google.golang.org/protobuf/cmd/protoc-gen-go|
 protoc-gen-go-grpc|tools|google.golang.org/grpc/cmd/protoc-gen-go-grpc|
+protoc-gen-go-vtproto-stable|tools|github.com/jobplane/jobplane/hack/tools/cmd/protoc-gen-go-vtproto-stable|
 grpcurl|tools|github.com/fullstorydev/grpcurl/cmd/grpcurl|
 staticcheck|tools|honnef.co/go/tools/cmd/staticcheck|"
     ;;

@@ -1,6 +1,8 @@
 // Developer tools pinned for the repository: buf and the local protoc plugins
 // (the Buf Schema Registry and remote plugins are not reachable), grpcurl, and
-// staticcheck for make lint.
+// staticcheck for make lint. vtprotobuf's generator is built through
+// cmd/protoc-gen-go-vtproto-stable; its version is the one gen/go.mod
+// requires for the generated code's runtime (hack/check-pins.sh).
 // Not part of go.work; built by hack/build-bins.sh tools.
 module github.com/jobplane/jobplane/hack/tools
 
@@ -12,6 +14,11 @@ tool (
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc
 	google.golang.org/protobuf/cmd/protoc-gen-go
 	honnef.co/go/tools/cmd/staticcheck
+)
+
+require (
+	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -80,7 +87,6 @@ require (
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/petermattis/goid v0.0.0-20260820044319-269ab09b5261 // indirect
-	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
 	github.com/quic-go/qpack v0.6.0 // indirect
 	github.com/quic-go/quic-go v0.62.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
@@ -121,7 +127,6 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260904194346-d0f1323225a4 // indirect
 	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc v1.6.2 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	honnef.co/go/tools v0.8.2 // indirect
 	mvdan.cc/xurls/v2 v2.6.0 // indirect

@@ -173,7 +173,10 @@ func plannerConn(cfg config) (*grpc.ClientConn, error) {
 	}
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
+		// The chassis' codec: plans decode as the planner decodes requests
+		// (vtprotobuf's decoder), and requests encode deterministically.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20),
+			grpcserver.CallCodec()),
 	}
 	if cfg.plannerTokenFile != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(auth.TokenFile(cfg.plannerTokenFile)))

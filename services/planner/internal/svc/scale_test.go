@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -51,7 +52,11 @@ func BenchmarkScale(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
-	srv := grpctest.StartTCP(b, func(s *grpcserver.Server) {
+	// The executor's connection to the planner decodes with the chassis'
+	// codec (services/executor/cmd/executor).
+	srv := grpctest.StartWith(b, grpctest.Options{
+		Dial: []grpc.DialOption{grpc.WithDefaultCallOptions(grpcserver.CallCodec())},
+	}, func(s *grpcserver.Server) {
 		s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, NewPlannerService())
 	})
 	c := jobplanev1.NewPlannerServiceClient(srv.Conn)

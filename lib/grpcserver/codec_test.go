@@ -1,0 +1,172 @@
+package grpcserver
+
+import (
+	"bytes"
+	"testing"
+
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+)
+
+// codecMessage has maps (labels, annotations, a Struct), nested and
+// repeated messages and a timestamp.
+func codecMessage(t *testing.T) *jobplanev1.PlanSyncRequest {
+	t.Helper()
+	spec, err := structpb.NewStruct(map[string]any{"restartPolicy": "Never", "containers": []any{map[string]any{"name": "main", "image": "busybox"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := func(name string) *jobplanev1.ObjectMeta {
+		return &jobplanev1.ObjectMeta{
+			Name: name, Namespace: "ns", Uid: "uid-" + name,
+			Labels:            map[string]string{"a": "1", "b": "2", "c": "3", "é": "4"},
+			Annotations:       map[string]string{"x": "1", "y": "2", "z": "3"},
+			CreationTimestamp: timestamppb.New(timestamppb.Now().AsTime()),
+		}
+	}
+	req := &jobplanev1.PlanSyncRequest{Job: &jobplanev1.Job{Metadata: meta("job"), Spec: &jobplanev1.JobSpec{
+		Template: &jobplanev1.PodTemplateSpec{Metadata: meta("template"), Spec: spec},
+	}}}
+	for _, n := range []string{"p0", "p1", "p2"} {
+		req.Pods = append(req.Pods, &jobplanev1.Pod{Metadata: meta(n)})
+	}
+	return req
+}
+
+// The codec writes what protobuf-go's deterministic marshaling writes, on
+// each of its paths: vtprotobuf alone (a pod, a plan), field by field
+// (messages holding a Struct or a google.rpc.Status), unknown fields kept.
+func TestCodecMarshalsAsDeterministicProto(t *testing.T) {
+	req := codecMessage(t)
+	withUnknown := codecMessage(t)
+	withUnknown.Pods[0].ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 999, protowire.VarintType), 7))
+	withUnknown.ProtoReflect().SetUnknown(protowire.AppendString(protowire.AppendTag(nil, 998, protowire.BytesType), "u"))
+	labels := map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}
+	idx := int32(3)
+	plan := &jobplanev1.SyncPlan{Summary: "s", ReleaseJobState: true, Actions: []*jobplanev1.Action{
+		{Kind: &jobplanev1.Action_CreatePods{CreatePods: &jobplanev1.CreatePodsAction{Pods: []*jobplanev1.PodToCreate{
+			{CompletionIndex: &idx, GenerateName: "p-", Labels: labels, Annotations: labels, Finalizers: []string{"f"}},
+			{GenerateName: "q-", Labels: labels},
+		}}}},
+	}}
+	for name, m := range map[string]proto.Message{
+		"request with a Struct":   req,
+		"stream request":          &jobplanev1.StreamPlanSyncRequest{Id: "1", Request: req},
+		"delta":                   &jobplanev1.StreamPlanSyncRequest{Id: "2", Delta: &jobplanev1.PlanSyncDelta{BaseId: "1", Job: req.Job, UpsertedPods: req.Pods, RemovedPodUids: []string{"x", "y"}, Now: timestamppb.Now()}},
+		"unknown fields":          withUnknown,
+		"pod":                     req.Pods[0],
+		"plan":                    plan,
+		"response":                &jobplanev1.StreamPlanSyncResponse{Id: "3", Response: &jobplanev1.PlanSyncResponse{Plan: plan}},
+		"error response":          &jobplanev1.StreamPlanSyncResponse{Id: "4", Error: &spb.Status{Code: 3, Message: "bad"}},
+		"empty":                   &jobplanev1.StreamPlanSyncRequest{},
+		"struct alone":            req.Job.Spec.Template.Spec,
+		"message without vtproto": &spb.Status{Code: 5, Message: "m"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			want, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 20 {
+				got, err := Codec().Marshal(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got.Materialize(), want) {
+					t.Fatal("not the bytes of protobuf-go's deterministic marshaling")
+				}
+			}
+		})
+	}
+}
+
+// The bulk of the planner's messages takes vtprotobuf's path.
+func TestCodecEncodesWithVTProtobufWhereDeterministic(t *testing.T) {
+	for m, want := range map[proto.Message]bool{
+		&jobplanev1.Pod{}:                    true,
+		&jobplanev1.SyncPlan{}:               true,
+		&jobplanev1.PlanSyncResponse{}:       true,
+		&jobplanev1.ObjectMeta{}:             true,
+		&jobplanev1.PlanSyncRequest{}:        false, // its Job's template holds a Struct
+		&jobplanev1.Job{}:                    false,
+		&jobplanev1.StreamPlanSyncResponse{}: false, // google.rpc.Status has no vtprotobuf code
+	} {
+		if got := marshalPlanOf(m.ProtoReflect().Descriptor()).stable; got != want {
+			t.Errorf("%T: vtprotobuf's encoder whole %v, want %v", m, got, want)
+		}
+	}
+}
+
+func TestCodecUnmarshalsAsProto(t *testing.T) {
+	m := codecMessage(t)
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unknown fields are kept, as proto.Unmarshal keeps them.
+	b = protowire.AppendTag(b, 999, protowire.BytesType)
+	b = protowire.AppendString(b, "unknown")
+	want := &jobplanev1.PlanSyncRequest{}
+	if err := proto.Unmarshal(b, want); err != nil {
+		t.Fatal(err)
+	}
+	got := &jobplanev1.PlanSyncRequest{Pods: []*jobplanev1.Pod{{}}} // replaced, not merged into
+	if err := Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, got); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, want) {
+		t.Fatalf("decoded %v, want %v", got, want)
+	}
+}
+
+// vtprotobuf's decoder does not check UTF-8: the codec refuses what
+// proto.Unmarshal refuses, in any string of any nested message or map.
+func TestCodecRefusesInvalidUTF8(t *testing.T) {
+	// proto.Marshal refuses invalid UTF-8: each case writes marker, which
+	// the encoded bytes then have replaced by an invalid sequence as long.
+	const marker = "@@"
+	for name, set := range map[string]func(*jobplanev1.PlanSyncRequest){
+		"string":    func(r *jobplanev1.PlanSyncRequest) { r.Pods[1].Metadata.Name = marker },
+		"map key":   func(r *jobplanev1.PlanSyncRequest) { r.Pods[2].Metadata.Labels[marker] = "v" },
+		"map value": func(r *jobplanev1.PlanSyncRequest) { r.Job.Metadata.Annotations["k"] = marker },
+		"struct value": func(r *jobplanev1.PlanSyncRequest) {
+			r.Job.Spec.Template.Spec.Fields["mode"] = structpb.NewStringValue(marker)
+		},
+		"struct key": func(r *jobplanev1.PlanSyncRequest) {
+			r.Job.Spec.Template.Spec.Fields[marker] = structpb.NewBoolValue(true)
+		},
+		"repeated message": func(r *jobplanev1.PlanSyncRequest) {
+			r.Pods = append(r.Pods, &jobplanev1.Pod{Metadata: &jobplanev1.ObjectMeta{Uid: marker}})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := codecMessage(t)
+			set(m)
+			b, err := proto.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Count(b, []byte(marker)) != 1 {
+				t.Fatal("the marker is not in the encoding once")
+			}
+			b = bytes.Replace(b, []byte(marker), []byte("\xc3\x28"), 1)
+			if err := proto.Unmarshal(b, &jobplanev1.PlanSyncRequest{}); err == nil {
+				t.Fatal("proto.Unmarshal accepted invalid UTF-8")
+			}
+			if err := Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &jobplanev1.PlanSyncRequest{}); err == nil {
+				t.Fatal("the codec accepted invalid UTF-8")
+			}
+			// The same bytes, valid, decode.
+			b = bytes.Replace(b, []byte("\xc3\x28"), []byte("\xc3\xa9"), 1)
+			if err := Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &jobplanev1.PlanSyncRequest{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
