@@ -90,7 +90,11 @@ type encoder struct {
 }
 
 func (e *encoder) size(m protoreflect.Message) (int, error) {
-	p := marshalPlanOf(m.Descriptor())
+	return e.sizeOf(marshalPlanOf(m.Descriptor()), m)
+}
+
+// sizeOf is size with m's plan.
+func (e *encoder) sizeOf(p *marshalPlan, m protoreflect.Message) (int, error) {
 	if p.stable {
 		var n int
 		if vt, ok := m.Interface().(vtMarshaler); ok {
@@ -115,8 +119,9 @@ func (e *encoder) size(m protoreflect.Message) (int, error) {
 			single.Clear(fd)
 			continue
 		}
+		cp := marshalPlanOf(fd.Message())
 		err := eachMessage(m, fd, func(c protoreflect.Message) error {
-			s, err := e.size(c)
+			s, err := e.sizeOf(cp, c)
 			n += protowire.SizeTag(fd.Number()) + protowire.SizeBytes(s)
 			return err
 		})
@@ -130,9 +135,13 @@ func (e *encoder) size(m protoreflect.Message) (int, error) {
 }
 
 func (e *encoder) append(b []byte, m protoreflect.Message) ([]byte, error) {
+	return e.appendOf(b, marshalPlanOf(m.Descriptor()), m)
+}
+
+// appendOf is append with m's plan.
+func (e *encoder) appendOf(b []byte, p *marshalPlan, m protoreflect.Message) ([]byte, error) {
 	n := e.sizes[e.next]
 	e.next++
-	p := marshalPlanOf(m.Descriptor())
 	if p.stable {
 		vt, ok := m.Interface().(vtMarshaler)
 		if !ok {
@@ -160,11 +169,12 @@ func (e *encoder) append(b []byte, m protoreflect.Message) ([]byte, error) {
 			b, err = deterministic.MarshalAppend(b, single.Interface())
 			single.Clear(fd)
 		} else {
+			cp := marshalPlanOf(fd.Message())
 			err = eachMessage(m, fd, func(c protoreflect.Message) error {
 				b = protowire.AppendTag(b, fd.Number(), protowire.BytesType)
 				b = protowire.AppendVarint(b, uint64(e.sizes[e.next]))
 				var err error
-				b, err = e.append(b, c)
+				b, err = e.appendOf(b, cp, c)
 				return err
 			})
 		}

@@ -42,23 +42,28 @@ func TimeFromKube(t *metav1.Time) *timestamppb.Timestamp {
 
 // ObjectMetaToKube converts object metadata.
 func ObjectMetaToKube(m *jobplanev1.ObjectMeta) metav1.ObjectMeta {
+	var out metav1.ObjectMeta
+	objectMetaIntoKube(m, &out)
+	return out
+}
+
+// objectMetaIntoKube converts object metadata into out, which is zero.
+func objectMetaIntoKube(m *jobplanev1.ObjectMeta, out *metav1.ObjectMeta) {
 	if m == nil {
-		return metav1.ObjectMeta{}
+		return
 	}
-	out := metav1.ObjectMeta{
-		Name:                       m.GetName(),
-		GenerateName:               m.GetGenerateName(),
-		Namespace:                  m.GetNamespace(),
-		UID:                        types.UID(m.GetUid()),
-		Generation:                 m.GetGeneration(),
-		ResourceVersion:            m.GetResourceVersion(),
-		Labels:                     m.GetLabels(),
-		Annotations:                m.GetAnnotations(),
-		Finalizers:                 m.GetFinalizers(),
-		CreationTimestamp:          TimeValueToKube(m.GetCreationTimestamp()),
-		DeletionTimestamp:          TimeToKube(m.GetDeletionTimestamp()),
-		DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
-	}
+	out.Name = m.GetName()
+	out.GenerateName = m.GetGenerateName()
+	out.Namespace = m.GetNamespace()
+	out.UID = types.UID(m.GetUid())
+	out.Generation = m.GetGeneration()
+	out.ResourceVersion = m.GetResourceVersion()
+	out.Labels = m.GetLabels()
+	out.Annotations = m.GetAnnotations()
+	out.Finalizers = m.GetFinalizers()
+	out.CreationTimestamp = TimeValueToKube(m.GetCreationTimestamp())
+	out.DeletionTimestamp = TimeToKube(m.GetDeletionTimestamp())
+	out.DeletionGracePeriodSeconds = m.DeletionGracePeriodSeconds
 	if refs := m.GetOwnerReferences(); len(refs) > 0 {
 		out.OwnerReferences = make([]metav1.OwnerReference, len(refs))
 		for i, r := range refs {
@@ -72,39 +77,39 @@ func ObjectMetaToKube(m *jobplanev1.ObjectMeta) metav1.ObjectMeta {
 			}
 		}
 	}
-	return out
 }
 
 // ObjectMetaFromKube converts object metadata.
 func ObjectMetaFromKube(m *metav1.ObjectMeta) *jobplanev1.ObjectMeta {
-	out := &jobplanev1.ObjectMeta{
-		Name:                       m.Name,
-		GenerateName:               m.GenerateName,
-		Namespace:                  m.Namespace,
-		Uid:                        string(m.UID),
-		Generation:                 m.Generation,
-		ResourceVersion:            m.ResourceVersion,
-		Labels:                     copyMap(m.Labels),
-		Annotations:                copyMap(m.Annotations),
-		Finalizers:                 copyStrings(m.Finalizers),
-		CreationTimestamp:          TimeFromKube(&m.CreationTimestamp),
-		DeletionTimestamp:          TimeFromKube(m.DeletionTimestamp),
-		DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
-	}
+	out := &jobplanev1.ObjectMeta{}
+	objectMetaFromKube(m, out)
+	return out
+}
+
+// objectMetaFromKube converts object metadata into out, which is empty.
+func objectMetaFromKube(m *metav1.ObjectMeta, out *jobplanev1.ObjectMeta) {
+	out.Name = m.Name
+	out.GenerateName = m.GenerateName
+	out.Namespace = m.Namespace
+	out.Uid = string(m.UID)
+	out.Generation = m.Generation
+	out.ResourceVersion = m.ResourceVersion
+	out.Labels = copyMap(m.Labels)
+	out.Annotations = copyMap(m.Annotations)
+	out.Finalizers = copyStrings(m.Finalizers)
+	out.CreationTimestamp = TimeFromKube(&m.CreationTimestamp)
+	out.DeletionTimestamp = TimeFromKube(m.DeletionTimestamp)
+	out.DeletionGracePeriodSeconds = m.DeletionGracePeriodSeconds
 	if len(m.OwnerReferences) > 0 {
+		refs := make([]jobplanev1.OwnerReference, len(m.OwnerReferences))
 		out.OwnerReferences = make([]*jobplanev1.OwnerReference, len(m.OwnerReferences))
 		for i, r := range m.OwnerReferences {
-			out.OwnerReferences[i] = &jobplanev1.OwnerReference{
-				ApiVersion:         r.APIVersion,
-				Kind:               r.Kind,
-				Name:               r.Name,
-				Uid:                string(r.UID),
-				Controller:         r.Controller,
-				BlockOwnerDeletion: r.BlockOwnerDeletion,
-			}
+			ref := &refs[i]
+			ref.ApiVersion, ref.Kind, ref.Name, ref.Uid = r.APIVersion, r.Kind, r.Name, string(r.UID)
+			ref.Controller, ref.BlockOwnerDeletion = r.Controller, r.BlockOwnerDeletion
+			out.OwnerReferences[i] = ref
 		}
 	}
-	return out
 }
 
 // LabelSelectorToKube converts a label selector; nil stays nil.
