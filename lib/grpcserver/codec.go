@@ -371,7 +371,9 @@ func buildUTF8Plan(md protoreflect.MessageDescriptor, seen map[protoreflect.Full
 		case protoreflect.StringKind:
 			f.str = fd.ParentFile().Syntax() == protoreflect.Proto3
 		case protoreflect.MessageKind:
-			f.msg = buildUTF8Plan(fd.Message(), seen)
+			if holdsStrings(fd.Message(), map[protoreflect.FullName]bool{}) { // not a Timestamp
+				f.msg = buildUTF8Plan(fd.Message(), seen)
+			}
 		}
 		if !f.str && f.msg == nil {
 			continue
@@ -390,6 +392,29 @@ func buildUTF8Plan(md protoreflect.MessageDescriptor, seen map[protoreflect.Full
 		p.fields[n] = f
 	}
 	return p
+}
+
+// holdsStrings says whether a message of type md can hold a proto3 string;
+// seen holds the types being looked at.
+func holdsStrings(md protoreflect.MessageDescriptor, seen map[protoreflect.FullName]bool) bool {
+	if seen[md.FullName()] {
+		return false
+	}
+	seen[md.FullName()] = true
+	fields := md.Fields()
+	for i := range fields.Len() {
+		switch fd := fields.Get(i); fd.Kind() {
+		case protoreflect.StringKind:
+			if fd.ParentFile().Syntax() == protoreflect.Proto3 {
+				return true
+			}
+		case protoreflect.MessageKind:
+			if holdsStrings(fd.Message(), seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (p *utf8Plan) check(b []byte) error {

@@ -131,6 +131,14 @@ func TestConvertersAgreeWithProtojson(t *testing.T) {
 			if diff := cmp.Diff(converted, kubeconv.PodFromKube(kubeconv.PodToKube(converted)), protocmp.Transform()); diff != "" {
 				t.Errorf("pod round trip differs:\n%s", diff)
 			}
+			if len(kube.Labels) == 0 {
+				t.Fatal("the pod has no labels to leave out")
+			}
+			unlabeled := proto.Clone(converted).(*jobplanev1.Pod)
+			unlabeled.Metadata.Labels = nil
+			if diff := cmp.Diff(unlabeled, kubeconv.PodFromKubeWithoutLabels(&kube), protocmp.Transform()); diff != "" {
+				t.Errorf("PodFromKubeWithoutLabels is not PodFromKube without the labels:\n%s", diff)
+			}
 		})
 	}
 }

@@ -82,19 +82,21 @@ func objectMetaIntoKube(m *jobplanev1.ObjectMeta, out *metav1.ObjectMeta) {
 // ObjectMetaFromKube converts object metadata.
 func ObjectMetaFromKube(m *metav1.ObjectMeta) *jobplanev1.ObjectMeta {
 	out := &jobplanev1.ObjectMeta{}
-	objectMetaFromKube(m, out)
+	objectMetaFromKube(m, out, true)
 	return out
 }
 
 // objectMetaFromKube converts object metadata into out, which is empty.
-func objectMetaFromKube(m *metav1.ObjectMeta, out *jobplanev1.ObjectMeta) {
+func objectMetaFromKube(m *metav1.ObjectMeta, out *jobplanev1.ObjectMeta, labels bool) {
 	out.Name = m.Name
 	out.GenerateName = m.GenerateName
 	out.Namespace = m.Namespace
 	out.Uid = string(m.UID)
 	out.Generation = m.Generation
 	out.ResourceVersion = m.ResourceVersion
-	out.Labels = copyMap(m.Labels)
+	if labels {
+		out.Labels = copyMap(m.Labels)
+	}
 	out.Annotations = copyMap(m.Annotations)
 	out.Finalizers = copyStrings(m.Finalizers)
 	out.CreationTimestamp = TimeFromKube(&m.CreationTimestamp)

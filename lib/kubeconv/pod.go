@@ -58,12 +58,17 @@ type podParts struct {
 }
 
 // PodFromKube converts a pod to the contract, keeping what it models.
-func PodFromKube(p *corev1.Pod) *jobplanev1.Pod {
+func PodFromKube(p *corev1.Pod) *jobplanev1.Pod { return podFromKube(p, true) }
+
+// PodFromKubeWithoutLabels is PodFromKube leaving the pod's labels out.
+func PodFromKubeWithoutLabels(p *corev1.Pod) *jobplanev1.Pod { return podFromKube(p, false) }
+
+func podFromKube(p *corev1.Pod, labels bool) *jobplanev1.Pod {
 	parts := &podParts{}
 	out := &parts.pod
 	out.ApiVersion, out.Kind = p.APIVersion, p.Kind
 	out.Metadata = &parts.meta
-	objectMetaFromKube(&p.ObjectMeta, out.Metadata)
+	objectMetaFromKube(&p.ObjectMeta, out.Metadata, labels)
 	out.Spec = &parts.spec
 	out.Spec.NodeName = p.Spec.NodeName
 	out.Spec.RestartPolicy = string(p.Spec.RestartPolicy)

@@ -36,12 +36,7 @@ func NewRequest(job *batchv1.Job, pods []*corev1.Pod, state State, now time.Time
 // and they are a quarter of a typical pod's bytes on the wire and most of
 // its encoding time.
 func podFromKube(p *corev1.Pod) *jobplanev1.Pod {
-	if len(p.Labels) == 0 {
-		return kubeconv.PodFromKube(p)
-	}
-	q := *p // shares all but the labels
-	q.Labels = nil
-	return kubeconv.PodFromKube(&q)
+	return kubeconv.PodFromKubeWithoutLabels(p) // no copy of the pod to drop them
 }
 
 // snapshotJob converts the Job with a template spec of restartPolicy alone.
