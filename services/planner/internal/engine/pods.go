@@ -335,7 +335,34 @@ func maxContainerRestarts(p *corev1.Pod) (regular, sidecar int32) {
 
 // sortByCompletionIndex orders pods by index, keeping the order of equals.
 func sortByCompletionIndex(pods []*pod) {
-	sortByKey(pods, func(p *pod) int { return p.index }, func(a, b int) int { return a - b })
+	// Indexes lie mostly within [0, completions), unknown ones at -1: a
+	// counting sort, stable as sortByKey is (pods of one index keep their
+	// order), so the order is the same, in linear time. Sparse indexes fall
+	// back to the comparison sort.
+	if len(pods) < 2 {
+		return
+	}
+	lo, hi := pods[0].index, pods[0].index
+	for _, p := range pods[1:] {
+		lo, hi = min(lo, p.index), max(hi, p.index)
+	}
+	if hi-lo >= 4*len(pods)+64 || hi-lo < 0 {
+		sortByKey(pods, func(p *pod) int { return p.index }, func(a, b int) int { return a - b })
+		return
+	}
+	starts := make([]int, hi-lo+2)
+	for _, p := range pods {
+		starts[p.index-lo+1]++
+	}
+	for i := 1; i < len(starts); i++ {
+		starts[i] += starts[i-1]
+	}
+	sorted := make([]*pod, len(pods))
+	for _, p := range pods {
+		sorted[starts[p.index-lo]] = p
+		starts[p.index-lo]++
+	}
+	copy(pods, sorted)
 }
 
 func timePtr(t time.Time) *metav1.Time {
