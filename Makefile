@@ -26,17 +26,21 @@ run: build tools ## Build, start the local cluster and the three services, print
 .PHONY: test
 test: lint cluster-bins ## Every test: lint, unit, gRPC, integration (real kube-apiserver) and end-to-end (kwok cluster).
 	JOBPLANE_CLUSTER_BIN="$(CLUSTER_BIN)" go test -race -count=1 -timeout 30m $(PACKAGES)
-	go test -run '^$$' -fuzz FuzzPlanSync -fuzztime 30s ./services/planner/internal/svc/
+	go test -run '^$$' -fuzz '^FuzzPlanSync$$' -fuzztime 30s ./services/planner/internal/svc/
+	go test -run '^$$' -fuzz '^FuzzPlanSyncDelta$$' -fuzztime 20s ./services/planner/internal/svc/
 
 .PHONY: test-unit
 test-unit: ## Unit and gRPC tests, no cluster binaries (go test -short).
 	go test -short -count=1 $(PACKAGES)
 
 .PHONY: fuzz
-fuzz: ## Fuzz PlanSync for FUZZTIME (default 10m), then keep what it found in the committed corpus.
-	go test -run '^$$' -fuzz FuzzPlanSync -fuzztime $(or $(FUZZTIME),10m) ./services/planner/internal/svc/
-	cp -n "$$(go env GOCACHE)"/fuzz/github.com/jobplane/jobplane/services/planner/internal/svc/FuzzPlanSync/* \
-		services/planner/internal/svc/testdata/fuzz/FuzzPlanSync/
+fuzz: ## Fuzz PlanSync and its deltas for FUZZTIME each (default 10m), then keep what they found in the committed corpus.
+	for target in FuzzPlanSync FuzzPlanSyncDelta; do \
+		go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(or $(FUZZTIME),10m) ./services/planner/internal/svc/; \
+		mkdir -p services/planner/internal/svc/testdata/fuzz/$$target; \
+		cp -n "$$(go env GOCACHE)"/fuzz/github.com/jobplane/jobplane/services/planner/internal/svc/$$target/* \
+			services/planner/internal/svc/testdata/fuzz/$$target/ 2>/dev/null || true; \
+	done
 
 .PHONY: bench
 bench: ## The planner's benchmarks (engine, gRPC vs a no-op handler) as markdown tables.

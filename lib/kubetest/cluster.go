@@ -61,9 +61,15 @@ func StartCluster(tb testing.TB, nodes int) *Cluster {
 		return logs
 	})
 
+	// One cluster at a time on this machine: two kwok clusters with their
+	// controllers and services starve each other on two cores (kwok and the
+	// built-in controllers stall), so the test binaries needing one take
+	// turns, each holding the lock until its cluster is deleted.
+	release := lockMachineWide(tb, "kwok-cluster", clusterLockWait)
+	tb.Cleanup(release)
 	// kwokctl picks its ports by probing; clusters created at the same time
 	// by parallel test binaries could pick the same ones.
-	unlock := lockMachineWide(tb, "kwokctl-create")
+	unlock := lockMachineWide(tb, "kwokctl-create", lockWait)
 	kwokctl("create", "cluster", "-c", filepath.Join(root, "hack", "kwokctl.yaml"), "--runtime", "binary",
 		"--etcd-binary", filepath.Join(bin, "etcd"),
 		"--kube-apiserver-binary", filepath.Join(bin, "kube-apiserver"),
@@ -124,21 +130,26 @@ func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int) {
 	tb.Fatalf("%d of %d nodes Ready after a minute", ready, n)
 }
 
-// lockWait bounds how long lockMachineWide waits: a create holds the lock
+// lockWait bounds how long the create lock is waited for: a create holds it
 // for seconds, so a lock held longer has leaked, as when a cluster is created
 // under flock(1) without -o and its processes inherit the locked file.
 const lockWait = time.Minute
 
+// clusterLockWait bounds the wait for another test binary's cluster to be
+// deleted: the longest end-to-end package runs for about 7 minutes.
+const clusterLockWait = 20 * time.Minute
+
 // lockMachineWide takes an exclusive lock shared by every process of this
-// machine and returns its release. After lockWait it goes on without the lock.
-func lockMachineWide(tb testing.TB, name string) func() {
+// machine and returns its release. After wait it goes on without the lock.
+func lockMachineWide(tb testing.TB, name string, wait time.Duration) func() {
 	tb.Helper()
 	path := filepath.Join(os.TempDir(), "jobplane-"+name+".lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	deadline := time.Now().Add(lockWait)
+	deadline := time.Now().Add(wait)
+	started := time.Now()
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -148,11 +159,14 @@ func lockMachineWide(tb testing.TB, name string) func() {
 			tb.Fatal(err)
 		}
 		if time.Now().After(deadline) {
-			tb.Logf("%s still locked after %s (a process holding it by mistake?); going on without it", path, lockWait)
+			tb.Logf("%s still locked after %s (a process holding it by mistake?); going on without it", path, wait)
 			f.Close()
 			return func() {}
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if waited := time.Since(started); waited > time.Second {
+		tb.Logf("waited %s for %s", waited.Round(time.Second), path)
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
