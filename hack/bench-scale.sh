@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The planner at scale, side by side with the reference, as the tables of
-# services/planner/BENCHMARKS-scale.md:
+# BENCHMARKS.md ("Planner at scale"):
 #   - jobplane: BenchmarkScale (services/planner/internal/svc), the executor's
 #     whole round trip for one sync of scalestate's Indexed Job over a
 #     loopback StreamPlanSync stream, full and delta (1%, 10% of the pods
