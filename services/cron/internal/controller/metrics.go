@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/services/cron/internal/decide"
 )
@@ -55,13 +54,12 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 	return nil
 }
 
-func (m *Metrics) runEmitted(create *decide.CreateJob, job *jobplanev1.Job, now time.Time) {
+// runEmitted counts a run the executor created, now. Its skew is taken
+// from now, not from the Job's creationTimestamp, whose second resolution
+// would hide everything below a second.
+func (m *Metrics) runEmitted(create *decide.CreateJob, now time.Time) {
 	m.runs.WithLabelValues(create.Trigger).Inc()
-	created := now
-	if ts := job.GetMetadata().GetCreationTimestamp(); ts != nil {
-		created = ts.AsTime()
-	}
-	m.creationSkew.Observe(created.Sub(create.ScheduledTime).Seconds())
+	m.creationSkew.Observe(now.Sub(create.ScheduledTime).Seconds())
 }
 
 func (m *Metrics) missed(n int) { m.missedRuns.Add(float64(n)) }

@@ -77,7 +77,7 @@ func (c *Controller) perform(ctx context.Context, in decide.Input, p decide.Plan
 			default:
 				if created {
 					c.recorder.Eventf(ref, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", job.GetMetadata().GetName())
-					c.metrics.runEmitted(a.Create, job, c.cfg.Clock.Now())
+					c.metrics.runEmitted(a.Create, c.cfg.Clock.Now())
 				}
 				kubeJob := &batchv1.Job{ObjectMeta: kubeconv.ObjectMetaToKube(job.GetMetadata())}
 				decide.ApplyCreated(&st, a.Create, kubeJob)

@@ -148,6 +148,9 @@ func inActiveListByName(status *cronapi.CronJobStatus, namespace, name string) b
 }
 
 func deleteFromActiveList(status *cronapi.CronJobStatus, uid types.UID) {
+	if !inActiveList(status, uid) {
+		return // nothing to drop: the list is left as it is, not copied
+	}
 	active := []corev1.ObjectReference{}
 	for _, r := range status.Active {
 		if r.UID != uid {
