@@ -216,15 +216,7 @@ func (s *CronService) replaceSpec(ctx context.Context, cronJobs dynamic.Resource
 func (s *CronService) DeleteCronJob(ctx context.Context, req *jobplanev1.DeleteCronJobRequest) (*jobplanev1.DeleteCronJobResponse, error) {
 	var v apierr.Violations
 	requireNamespaceAndName(&v, "", req.GetNamespace(), req.GetName())
-	propagation := metav1.DeletionPropagation(req.GetPropagationPolicy())
-	switch propagation {
-	case "":
-		propagation = metav1.DeletePropagationBackground
-	case metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan:
-	default:
-		v.Add("propagationPolicy", "Unsupported value: %q: supported values: %q, %q, %q", propagation,
-			metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan)
-	}
+	propagation := apierr.PropagationPolicy(&v, "propagationPolicy", req.GetPropagationPolicy())
 	if err := v.Err("invalid DeleteCronJob request"); err != nil {
 		return nil, err
 	}

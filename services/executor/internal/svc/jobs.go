@@ -319,15 +319,7 @@ func decodePageToken(token string) (*types.NamespacedName, error) {
 func (s *ExecutorService) DeleteJob(ctx context.Context, req *jobplanev1.DeleteJobRequest) (*jobplanev1.DeleteJobResponse, error) {
 	var v apierr.Violations
 	requireName(&v, req.GetNamespace(), req.GetName())
-	propagation := metav1.DeletionPropagation(req.GetPropagationPolicy())
-	switch propagation {
-	case "":
-		propagation = metav1.DeletePropagationBackground
-	case metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan:
-	default:
-		v.Add("propagationPolicy", "Unsupported value: %q: supported values: %q, %q, %q", propagation,
-			metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan)
-	}
+	propagation := apierr.PropagationPolicy(&v, "propagationPolicy", req.GetPropagationPolicy())
 	if err := v.Err("invalid DeleteJob request"); err != nil {
 		return nil, err
 	}
