@@ -49,6 +49,13 @@ func ObjectMetaToKube(m *jobplanev1.ObjectMeta) metav1.ObjectMeta {
 
 // objectMetaIntoKube converts object metadata into out, which is zero.
 func objectMetaIntoKube(m *jobplanev1.ObjectMeta, out *metav1.ObjectMeta) {
+	var c KubePodConverter
+	c.objectMetaIntoKube(m, out)
+}
+
+// objectMetaFieldsIntoKube converts the metadata's fields that take no
+// allocation into out, which is zero.
+func objectMetaFieldsIntoKube(m *jobplanev1.ObjectMeta, out *metav1.ObjectMeta) {
 	if m == nil {
 		return
 	}
@@ -62,20 +69,17 @@ func objectMetaIntoKube(m *jobplanev1.ObjectMeta, out *metav1.ObjectMeta) {
 	out.Annotations = m.GetAnnotations()
 	out.Finalizers = m.GetFinalizers()
 	out.CreationTimestamp = TimeValueToKube(m.GetCreationTimestamp())
-	out.DeletionTimestamp = TimeToKube(m.GetDeletionTimestamp())
 	out.DeletionGracePeriodSeconds = m.DeletionGracePeriodSeconds
-	if refs := m.GetOwnerReferences(); len(refs) > 0 {
-		out.OwnerReferences = make([]metav1.OwnerReference, len(refs))
-		for i, r := range refs {
-			out.OwnerReferences[i] = metav1.OwnerReference{
-				APIVersion:         r.GetApiVersion(),
-				Kind:               r.GetKind(),
-				Name:               r.GetName(),
-				UID:                types.UID(r.GetUid()),
-				Controller:         r.Controller,
-				BlockOwnerDeletion: r.BlockOwnerDeletion,
-			}
-		}
+}
+
+func ownerReferenceToKube(r *jobplanev1.OwnerReference) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         r.GetApiVersion(),
+		Kind:               r.GetKind(),
+		Name:               r.GetName(),
+		UID:                types.UID(r.GetUid()),
+		Controller:         r.Controller,
+		BlockOwnerDeletion: r.BlockOwnerDeletion,
 	}
 }
 
@@ -88,30 +92,8 @@ func ObjectMetaFromKube(m *metav1.ObjectMeta) *jobplanev1.ObjectMeta {
 
 // objectMetaFromKube converts object metadata into out, which is empty.
 func objectMetaFromKube(m *metav1.ObjectMeta, out *jobplanev1.ObjectMeta, labels bool) {
-	out.Name = m.Name
-	out.GenerateName = m.GenerateName
-	out.Namespace = m.Namespace
-	out.Uid = string(m.UID)
-	out.Generation = m.Generation
-	out.ResourceVersion = m.ResourceVersion
-	if labels {
-		out.Labels = copyMap(m.Labels)
-	}
-	out.Annotations = copyMap(m.Annotations)
-	out.Finalizers = copyStrings(m.Finalizers)
-	out.CreationTimestamp = TimeFromKube(&m.CreationTimestamp)
-	out.DeletionTimestamp = TimeFromKube(m.DeletionTimestamp)
-	out.DeletionGracePeriodSeconds = m.DeletionGracePeriodSeconds
-	if len(m.OwnerReferences) > 0 {
-		refs := make([]jobplanev1.OwnerReference, len(m.OwnerReferences))
-		out.OwnerReferences = make([]*jobplanev1.OwnerReference, len(m.OwnerReferences))
-		for i, r := range m.OwnerReferences {
-			ref := &refs[i]
-			ref.ApiVersion, ref.Kind, ref.Name, ref.Uid = r.APIVersion, r.Kind, r.Name, string(r.UID)
-			ref.Controller, ref.BlockOwnerDeletion = r.Controller, r.BlockOwnerDeletion
-			out.OwnerReferences[i] = ref
-		}
-	}
+	c := PodConverter{Labels: labels, copyShared: true}
+	c.objectMetaFromKube(m, out)
 }
 
 // LabelSelectorToKube converts a label selector; nil stays nil.

@@ -1,6 +1,7 @@
 package kubeconv
 
 import (
+	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,128 +18,122 @@ func PodToKube(p *jobplanev1.Pod) *corev1.Pod {
 // PodIntoKube converts a pod into out, overwriting it: callers converting
 // many pods use one slice of corev1.Pod instead of one allocation each.
 func PodIntoKube(p *jobplanev1.Pod, out *corev1.Pod) {
+	var c KubePodConverter
+	c.IntoKube(p, out)
+}
+
+// KubePodConverter converts pods from the contract with their parts
+// (owner references, conditions, container statuses, times) taken from
+// chunks (NewKubePodConverter); the zero value allocates each part alone.
+// Strings, maps and string slices are the messages' own, not copied.
+type KubePodConverter struct {
+	// SkipContainers leaves spec.containers out, for readers that look
+	// at none (the Job sync reads init containers only).
+	SkipContainers bool
+
+	refs       chunk[metav1.OwnerReference]
+	conditions chunk[corev1.PodCondition]
+	containers chunk[corev1.Container]
+	statuses   chunk[corev1.ContainerStatus]
+	waiting    chunk[corev1.ContainerStateWaiting]
+	running    chunk[corev1.ContainerStateRunning]
+	terminated chunk[corev1.ContainerStateTerminated]
+	times      chunk[metav1.Time]
+}
+
+// NewKubePodConverter is a converter whose chunks hold the parts of n
+// typical pods each.
+func NewKubePodConverter(n int) *KubePodConverter {
+	return &KubePodConverter{
+		refs: chunk[metav1.OwnerReference]{size: n}, conditions: chunk[corev1.PodCondition]{size: n},
+		containers: chunk[corev1.Container]{size: n}, statuses: chunk[corev1.ContainerStatus]{size: n},
+		waiting: chunk[corev1.ContainerStateWaiting]{size: n}, running: chunk[corev1.ContainerStateRunning]{size: n},
+		terminated: chunk[corev1.ContainerStateTerminated]{size: n}, times: chunk[metav1.Time]{size: 2 * n},
+	}
+}
+
+// IntoKube converts a pod into out, overwriting it.
+func (c *KubePodConverter) IntoKube(p *jobplanev1.Pod, out *corev1.Pod) {
 	spec, status := p.GetSpec(), p.GetStatus()
 	// Field by field into the zeroed pod: a composite literal of this size,
 	// with calls in it, is built aside and then copied (a third of the
 	// conversion's time at 10,000 pods).
 	*out = corev1.Pod{}
 	out.TypeMeta = typeMeta(p.GetApiVersion(), p.GetKind())
-	objectMetaIntoKube(p.GetMetadata(), &out.ObjectMeta)
+	c.objectMetaIntoKube(p.GetMetadata(), &out.ObjectMeta)
 	out.Spec.NodeName = spec.GetNodeName()
 	out.Spec.RestartPolicy = corev1.RestartPolicy(spec.GetRestartPolicy())
-	out.Spec.Containers = containersToKube(spec.GetContainers())
-	out.Spec.InitContainers = containersToKube(spec.GetInitContainers())
+	if !c.SkipContainers {
+		out.Spec.Containers = c.containersToKube(spec.GetContainers())
+	}
+	out.Spec.InitContainers = c.containersToKube(spec.GetInitContainers())
 	out.Status.Phase = corev1.PodPhase(status.GetPhase())
 	out.Status.Message = status.GetMessage()
 	out.Status.Reason = status.GetReason()
-	out.Status.StartTime = TimeToKube(status.GetStartTime())
-	out.Status.InitContainerStatuses = containerStatusesToKube(status.GetInitContainerStatuses())
-	out.Status.ContainerStatuses = containerStatusesToKube(status.GetContainerStatuses())
-	if conds := status.GetConditions(); len(conds) > 0 {
-		out.Status.Conditions = make([]corev1.PodCondition, len(conds))
-		for i, c := range conds {
-			out.Status.Conditions[i] = corev1.PodCondition{
-				Type:               corev1.PodConditionType(c.GetType()),
-				Status:             corev1.ConditionStatus(c.GetStatus()),
-				LastProbeTime:      TimeValueToKube(c.GetLastProbeTime()),
-				LastTransitionTime: TimeValueToKube(c.GetLastTransitionTime()),
-				Reason:             c.GetReason(),
-				Message:            c.GetMessage(),
-			}
+	out.Status.StartTime = c.timeToKube(status.GetStartTime())
+	out.Status.InitContainerStatuses = c.containerStatusesToKube(status.GetInitContainerStatuses())
+	out.Status.ContainerStatuses = c.containerStatusesToKube(status.GetContainerStatuses())
+	conds := status.GetConditions()
+	out.Status.Conditions = c.conditions.take(len(conds))
+	for i, cond := range conds {
+		out.Status.Conditions[i] = corev1.PodCondition{
+			Type:               corev1.PodConditionType(cond.GetType()),
+			Status:             corev1.ConditionStatus(cond.GetStatus()),
+			LastProbeTime:      TimeValueToKube(cond.GetLastProbeTime()),
+			LastTransitionTime: TimeValueToKube(cond.GetLastTransitionTime()),
+			Reason:             cond.GetReason(),
+			Message:            cond.GetMessage(),
 		}
 	}
 }
 
-// podParts are a converted pod's messages, allocated together.
-type podParts struct {
-	pod    jobplanev1.Pod
-	meta   jobplanev1.ObjectMeta
-	spec   jobplanev1.PodSpec
-	status jobplanev1.PodStatus
+// objectMetaIntoKube converts object metadata into out, which is zero.
+func (c *KubePodConverter) objectMetaIntoKube(m *jobplanev1.ObjectMeta, out *metav1.ObjectMeta) {
+	objectMetaFieldsIntoKube(m, out)
+	out.DeletionTimestamp = c.timeToKube(m.GetDeletionTimestamp())
+	refs := m.GetOwnerReferences()
+	out.OwnerReferences = c.refs.take(len(refs))
+	for i, r := range refs {
+		out.OwnerReferences[i] = ownerReferenceToKube(r)
+	}
 }
 
-// PodFromKube converts a pod to the contract, keeping what it models.
-func PodFromKube(p *corev1.Pod) *jobplanev1.Pod { return podFromKube(p, true) }
+func (c *KubePodConverter) timeToKube(t *timestamppb.Timestamp) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	out := c.times.one()
+	*out = metav1.NewTime(t.AsTime())
+	return out
+}
 
-// PodFromKubeWithoutLabels is PodFromKube leaving the pod's labels out.
-func PodFromKubeWithoutLabels(p *corev1.Pod) *jobplanev1.Pod { return podFromKube(p, false) }
-
-func podFromKube(p *corev1.Pod, labels bool) *jobplanev1.Pod {
-	parts := &podParts{}
-	out := &parts.pod
-	out.ApiVersion, out.Kind = p.APIVersion, p.Kind
-	out.Metadata = &parts.meta
-	objectMetaFromKube(&p.ObjectMeta, out.Metadata, labels)
-	out.Spec = &parts.spec
-	out.Spec.NodeName = p.Spec.NodeName
-	out.Spec.RestartPolicy = string(p.Spec.RestartPolicy)
-	out.Spec.Containers = containersFromKube(p.Spec.Containers)
-	out.Spec.InitContainers = containersFromKube(p.Spec.InitContainers)
-	out.Status = &parts.status
-	out.Status.Phase = string(p.Status.Phase)
-	out.Status.Message = p.Status.Message
-	out.Status.Reason = p.Status.Reason
-	out.Status.StartTime = TimeFromKube(p.Status.StartTime)
-	out.Status.InitContainerStatuses = containerStatusesFromKube(p.Status.InitContainerStatuses)
-	out.Status.ContainerStatuses = containerStatusesFromKube(p.Status.ContainerStatuses)
-	if len(p.Status.Conditions) > 0 {
-		out.Status.Conditions = make([]*jobplanev1.PodCondition, len(p.Status.Conditions))
-		for i, c := range p.Status.Conditions {
-			out.Status.Conditions[i] = &jobplanev1.PodCondition{
-				Type:               string(c.Type),
-				Status:             string(c.Status),
-				LastProbeTime:      TimeFromKube(&c.LastProbeTime),
-				LastTransitionTime: TimeFromKube(&c.LastTransitionTime),
-				Reason:             c.Reason,
-				Message:            c.Message,
-			}
-		}
+func (c *KubePodConverter) containersToKube(cs []*jobplanev1.Container) []corev1.Container {
+	out := c.containers.take(len(cs))
+	for i, ct := range cs {
+		out[i].Name = ct.GetName()
+		out[i].RestartPolicy = (*corev1.ContainerRestartPolicy)(ct.RestartPolicy)
 	}
 	return out
 }
 
-func containersToKube(cs []*jobplanev1.Container) []corev1.Container {
-	if len(cs) == 0 {
-		return nil
-	}
-	out := make([]corev1.Container, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.GetName(), RestartPolicy: (*corev1.ContainerRestartPolicy)(c.RestartPolicy)}
-	}
-	return out
-}
-
-func containersFromKube(cs []corev1.Container) []*jobplanev1.Container {
-	if len(cs) == 0 {
-		return nil
-	}
-	out := make([]*jobplanev1.Container, len(cs))
-	for i, c := range cs {
-		out[i] = &jobplanev1.Container{Name: c.Name, RestartPolicy: (*string)(c.RestartPolicy)}
-	}
-	return out
-}
-
-func containerStatusesToKube(cs []*jobplanev1.ContainerStatus) []corev1.ContainerStatus {
-	if len(cs) == 0 {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(cs))
-	for i, c := range cs {
-		st := c.GetState()
-		out[i] = corev1.ContainerStatus{
-			Name:         c.GetName(),
-			Ready:        c.GetReady(),
-			RestartCount: c.GetRestartCount(),
-		}
+func (c *KubePodConverter) containerStatusesToKube(cs []*jobplanev1.ContainerStatus) []corev1.ContainerStatus {
+	out := c.statuses.take(len(cs))
+	for i, s := range cs {
+		st := s.GetState()
+		out[i].Name = s.GetName()
+		out[i].Ready = s.GetReady()
+		out[i].RestartCount = s.GetRestartCount()
 		if w := st.GetWaiting(); w != nil {
-			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: w.GetReason(), Message: w.GetMessage()}
+			out[i].State.Waiting = c.waiting.one()
+			*out[i].State.Waiting = corev1.ContainerStateWaiting{Reason: w.GetReason(), Message: w.GetMessage()}
 		}
 		if r := st.GetRunning(); r != nil {
-			out[i].State.Running = &corev1.ContainerStateRunning{StartedAt: TimeValueToKube(r.GetStartedAt())}
+			out[i].State.Running = c.running.one()
+			out[i].State.Running.StartedAt = TimeValueToKube(r.GetStartedAt())
 		}
 		if t := st.GetTerminated(); t != nil {
-			out[i].State.Terminated = &corev1.ContainerStateTerminated{
+			out[i].State.Terminated = c.terminated.one()
+			*out[i].State.Terminated = corev1.ContainerStateTerminated{
 				ExitCode:    t.GetExitCode(),
 				Signal:      t.GetSignal(),
 				Reason:      t.GetReason(),
@@ -152,31 +147,190 @@ func containerStatusesToKube(cs []*jobplanev1.ContainerStatus) []corev1.Containe
 	return out
 }
 
-func containerStatusesFromKube(cs []corev1.ContainerStatus) []*jobplanev1.ContainerStatus {
-	if len(cs) == 0 {
+// PodFromKube converts a pod to the contract, keeping what it models.
+func PodFromKube(p *corev1.Pod) *jobplanev1.Pod {
+	c := PodConverter{Labels: true, copyShared: true}
+	return c.FromKube(p)
+}
+
+// PodFromKubeWithoutLabels is PodFromKube leaving the pod's labels out.
+func PodFromKubeWithoutLabels(p *corev1.Pod) *jobplanev1.Pod {
+	c := PodConverter{copyShared: true}
+	return c.FromKube(p)
+}
+
+// PodConverter converts pods to the contract for a request built, encoded
+// and dropped while its pods stay as they are (an informer's pods are
+// never modified): the messages share the pods' strings, maps and string
+// slices rather than copying them, and are taken from chunks
+// (NewPodConverter).
+type PodConverter struct {
+	// Labels keeps the pods' labels.
+	Labels bool
+	// copyShared copies maps and string slices (PodFromKube).
+	copyShared bool
+
+	pods       chunk[podParts]
+	refs       chunk[jobplanev1.OwnerReference]
+	refPtrs    chunk[*jobplanev1.OwnerReference]
+	conditions chunk[jobplanev1.PodCondition]
+	condPtrs   chunk[*jobplanev1.PodCondition]
+	containers chunk[jobplanev1.Container]
+	ctrPtrs    chunk[*jobplanev1.Container]
+	statuses   chunk[statusParts]
+	statusPtrs chunk[*jobplanev1.ContainerStatus]
+	waiting    chunk[jobplanev1.ContainerStateWaiting]
+	running    chunk[jobplanev1.ContainerStateRunning]
+	terminated chunk[jobplanev1.ContainerStateTerminated]
+	times      chunk[timestamppb.Timestamp]
+}
+
+// NewPodConverter is a converter whose chunks hold the messages of n
+// typical pods each.
+func NewPodConverter(n int, labels bool) *PodConverter {
+	return &PodConverter{
+		Labels: labels,
+		pods:   chunk[podParts]{size: n},
+		refs:   chunk[jobplanev1.OwnerReference]{size: n}, refPtrs: chunk[*jobplanev1.OwnerReference]{size: n},
+		conditions: chunk[jobplanev1.PodCondition]{size: n}, condPtrs: chunk[*jobplanev1.PodCondition]{size: n},
+		containers: chunk[jobplanev1.Container]{size: n}, ctrPtrs: chunk[*jobplanev1.Container]{size: n},
+		statuses: chunk[statusParts]{size: n}, statusPtrs: chunk[*jobplanev1.ContainerStatus]{size: n},
+		waiting: chunk[jobplanev1.ContainerStateWaiting]{size: n}, running: chunk[jobplanev1.ContainerStateRunning]{size: n},
+		terminated: chunk[jobplanev1.ContainerStateTerminated]{size: n}, times: chunk[timestamppb.Timestamp]{size: 4 * n},
+	}
+}
+
+// podParts are a converted pod's messages, allocated together.
+type podParts struct {
+	pod    jobplanev1.Pod
+	meta   jobplanev1.ObjectMeta
+	spec   jobplanev1.PodSpec
+	status jobplanev1.PodStatus
+}
+
+// statusParts are a converted container status's messages.
+type statusParts struct {
+	status jobplanev1.ContainerStatus
+	state  jobplanev1.ContainerState
+}
+
+// FromKube converts a pod to the contract.
+func (c *PodConverter) FromKube(p *corev1.Pod) *jobplanev1.Pod {
+	parts := c.pods.one()
+	out := &parts.pod
+	out.ApiVersion, out.Kind = p.APIVersion, p.Kind
+	out.Metadata = &parts.meta
+	c.objectMetaFromKube(&p.ObjectMeta, out.Metadata)
+	out.Spec = &parts.spec
+	out.Spec.NodeName = p.Spec.NodeName
+	out.Spec.RestartPolicy = string(p.Spec.RestartPolicy)
+	out.Spec.Containers = c.containersFromKube(p.Spec.Containers)
+	out.Spec.InitContainers = c.containersFromKube(p.Spec.InitContainers)
+	out.Status = &parts.status
+	out.Status.Phase = string(p.Status.Phase)
+	out.Status.Message = p.Status.Message
+	out.Status.Reason = p.Status.Reason
+	out.Status.StartTime = c.timeFromKube(p.Status.StartTime)
+	out.Status.InitContainerStatuses = c.containerStatusesFromKube(p.Status.InitContainerStatuses)
+	out.Status.ContainerStatuses = c.containerStatusesFromKube(p.Status.ContainerStatuses)
+	out.Status.Conditions = c.condPtrs.take(len(p.Status.Conditions))
+	for i := range p.Status.Conditions {
+		in, cond := &p.Status.Conditions[i], c.conditions.one()
+		cond.Type, cond.Status = string(in.Type), string(in.Status)
+		cond.LastProbeTime = c.timeFromKube(&in.LastProbeTime)
+		cond.LastTransitionTime = c.timeFromKube(&in.LastTransitionTime)
+		cond.Reason, cond.Message = in.Reason, in.Message
+		out.Status.Conditions[i] = cond
+	}
+	return out
+}
+
+// objectMetaFromKube converts object metadata into out, which is zero.
+func (c *PodConverter) objectMetaFromKube(m *metav1.ObjectMeta, out *jobplanev1.ObjectMeta) {
+	out.Name = m.Name
+	out.GenerateName = m.GenerateName
+	out.Namespace = m.Namespace
+	out.Uid = string(m.UID)
+	out.Generation = m.Generation
+	out.ResourceVersion = m.ResourceVersion
+	switch {
+	case c.copyShared:
+		if c.Labels {
+			out.Labels = copyMap(m.Labels)
+		}
+		out.Annotations = copyMap(m.Annotations)
+		out.Finalizers = copyStrings(m.Finalizers)
+	default: // as copyMap and copyStrings leave empty ones
+		if c.Labels && len(m.Labels) > 0 {
+			out.Labels = m.Labels
+		}
+		if len(m.Annotations) > 0 {
+			out.Annotations = m.Annotations
+		}
+		if len(m.Finalizers) > 0 {
+			out.Finalizers = m.Finalizers
+		}
+	}
+	out.CreationTimestamp = c.timeFromKube(&m.CreationTimestamp)
+	out.DeletionTimestamp = c.timeFromKube(m.DeletionTimestamp)
+	out.DeletionGracePeriodSeconds = m.DeletionGracePeriodSeconds
+	out.OwnerReferences = c.refPtrs.take(len(m.OwnerReferences))
+	for i := range m.OwnerReferences {
+		r, ref := &m.OwnerReferences[i], c.refs.one()
+		ref.ApiVersion, ref.Kind, ref.Name, ref.Uid = r.APIVersion, r.Kind, r.Name, string(r.UID)
+		ref.Controller, ref.BlockOwnerDeletion = r.Controller, r.BlockOwnerDeletion
+		out.OwnerReferences[i] = ref
+	}
+}
+
+// timeFromKube is TimeFromKube with the timestamp from a chunk.
+func (c *PodConverter) timeFromKube(t *metav1.Time) *timestamppb.Timestamp {
+	if t == nil || t.IsZero() {
 		return nil
 	}
-	out := make([]*jobplanev1.ContainerStatus, len(cs))
-	for i, c := range cs {
-		st := &jobplanev1.ContainerState{}
-		if w := c.State.Waiting; w != nil {
-			st.Waiting = &jobplanev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+	ts := c.times.one()
+	ts.Seconds, ts.Nanos = t.Unix(), int32(t.Nanosecond())
+	return ts
+}
+
+func (c *PodConverter) containersFromKube(cs []corev1.Container) []*jobplanev1.Container {
+	out := c.ctrPtrs.take(len(cs))
+	for i := range cs {
+		ct := c.containers.one()
+		ct.Name, ct.RestartPolicy = cs[i].Name, (*string)(cs[i].RestartPolicy)
+		out[i] = ct
+	}
+	return out
+}
+
+func (c *PodConverter) containerStatusesFromKube(cs []corev1.ContainerStatus) []*jobplanev1.ContainerStatus {
+	out := c.statusPtrs.take(len(cs))
+	for i := range cs {
+		in, parts := &cs[i], c.statuses.one()
+		st := &parts.state
+		if w := in.State.Waiting; w != nil {
+			st.Waiting = c.waiting.one()
+			st.Waiting.Reason, st.Waiting.Message = w.Reason, w.Message
 		}
-		if r := c.State.Running; r != nil {
-			st.Running = &jobplanev1.ContainerStateRunning{StartedAt: TimeFromKube(&r.StartedAt)}
+		if r := in.State.Running; r != nil {
+			st.Running = c.running.one()
+			st.Running.StartedAt = c.timeFromKube(&r.StartedAt)
 		}
-		if t := c.State.Terminated; t != nil {
-			st.Terminated = &jobplanev1.ContainerStateTerminated{
+		if t := in.State.Terminated; t != nil {
+			st.Terminated = c.terminated.one()
+			*st.Terminated = jobplanev1.ContainerStateTerminated{
 				ExitCode:    t.ExitCode,
 				Signal:      t.Signal,
 				Reason:      t.Reason,
 				Message:     t.Message,
-				StartedAt:   TimeFromKube(&t.StartedAt),
-				FinishedAt:  TimeFromKube(&t.FinishedAt),
+				StartedAt:   c.timeFromKube(&t.StartedAt),
+				FinishedAt:  c.timeFromKube(&t.FinishedAt),
 				ContainerId: t.ContainerID,
 			}
 		}
-		out[i] = &jobplanev1.ContainerStatus{Name: c.Name, Ready: c.Ready, RestartCount: c.RestartCount, State: st}
+		s := &parts.status
+		s.Name, s.Ready, s.RestartCount, s.State = in.Name, in.Ready, in.RestartCount, st
+		out[i] = s
 	}
 	return out
 }

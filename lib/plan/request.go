@@ -24,19 +24,21 @@ func NewRequest(job *batchv1.Job, pods []*corev1.Pod, state State, now time.Time
 		Now:               timestamppb.New(now),
 		TrackingFinalizer: finalizer,
 	}
+	c := newPodConverter(len(pods))
 	for i, p := range pods {
-		req.Pods[i] = podFromKube(p)
+		req.Pods[i] = c.FromKube(p)
 	}
 	req.Expectations, req.BackoffRecord, req.FinalizerRemovalsInFlight = stateToProto(state)
 	return req
 }
 
-// podFromKube converts a pod for a request, without its labels: the sync
-// semantics read none (the executor matched the pods to the Job already),
-// and they are a quarter of a typical pod's bytes on the wire and most of
-// its encoding time.
-func podFromKube(p *corev1.Pod) *jobplanev1.Pod {
-	return kubeconv.PodFromKubeWithoutLabels(p) // no copy of the pod to drop them
+// newPodConverter converts n pods for a request, without their labels:
+// the sync semantics read none (the executor matched the pods to the Job
+// already), and they are a quarter of a typical pod's bytes on the wire and
+// most of its encoding time. The request shares the pods' strings, maps
+// and slices, and is dropped once sent.
+func newPodConverter(n int) *kubeconv.PodConverter {
+	return kubeconv.NewPodConverter(n, false)
 }
 
 // snapshotJob converts the Job with a template spec of restartPolicy alone.

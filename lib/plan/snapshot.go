@@ -76,12 +76,17 @@ func (s *Snapshot) Delta(base *Sent) *jobplanev1.PlanSyncDelta {
 	}
 	base.mark++
 	mark := base.mark
+	var upserted []*corev1.Pod
 	for _, p := range s.Pods {
 		old, ok := base.pods[p.UID]
 		if !ok || p.ResourceVersion == "" || p.ResourceVersion != old.resourceVersion {
-			d.UpsertedPods = append(d.UpsertedPods, podFromKube(p))
+			upserted = append(upserted, p)
 		}
 		base.pods[p.UID] = sentPod{resourceVersion: p.ResourceVersion, mark: mark}
+	}
+	c := newPodConverter(len(upserted))
+	for _, p := range upserted {
+		d.UpsertedPods = append(d.UpsertedPods, c.FromKube(p))
 	}
 	if len(base.pods) > len(s.Pods) {
 		for uid, p := range base.pods {

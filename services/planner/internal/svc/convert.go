@@ -30,8 +30,9 @@ func snapshotFromRequest(req *jobplanev1.PlanSyncRequest) (s *engine.Snapshot, r
 	}
 	pods := make([]*corev1.Pod, len(req.GetPods()))
 	slab, release := podSlab(len(req.GetPods()))
+	c := podConverter(len(pods))
 	for i, p := range req.GetPods() {
-		kubeconv.PodIntoKube(p, &slab[i])
+		c.IntoKube(p, &slab[i])
 		pods[i] = &slab[i]
 	}
 	return engineSnapshot(job, pods, req), release, nil
@@ -93,8 +94,9 @@ func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest) (*baseSnapshot,
 		finalizer: cmp.Or(req.GetTrackingFinalizer(), engine.DefaultTrackingFinalizer),
 	}
 	pods, slots := make([]corev1.Pod, n), make([]slot, n)
+	c := podConverter(n)
 	for i, p := range req.GetPods() {
-		kubeconv.PodIntoKube(p, &pods[i])
+		c.IntoKube(p, &pods[i])
 		slots[i] = slot{pod: &pods[i], view: engine.View(&pods[i], b.finalizer)}
 		b.order[i] = &slots[i]
 		b.index[p.GetMetadata().GetUid()] = &slots[i]
@@ -134,15 +136,19 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta) 
 	b.setFinalizer(d.GetTrackingFinalizer())
 	var added []*slot
 	renamed := false
+	// A delta's pods are kept alone: parts in chunks would keep each
+	// other alive in the base as long as any of them is.
+	c := podConverter(1)
 	for _, p := range d.GetUpsertedPods() {
 		uid := p.GetMetadata().GetUid()
 		if s, ok := b.index[uid]; ok {
 			renamed = renamed || s.pod.Name != p.GetMetadata().GetName()
-			kubeconv.PodIntoKube(p, s.pod)
+			c.IntoKube(p, s.pod)
 			s.view = engine.View(s.pod, b.finalizer)
 			continue
 		}
-		pod := kubeconv.PodToKube(p)
+		pod := &corev1.Pod{}
+		c.IntoKube(p, pod)
 		s := &slot{pod: pod, view: engine.View(pod, b.finalizer)}
 		b.index[uid] = s
 		added = append(added, s)
@@ -150,6 +156,14 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta) 
 	b.reorder(len(d.GetRemovedPodUids()) > 0, added, renamed)
 	b.id = id
 	return b, nil
+}
+
+// podConverter converts the pods of a request, n at a time in chunks,
+// for the sync: it reads no pod's spec.containers.
+func podConverter(n int) *kubeconv.KubePodConverter {
+	c := kubeconv.NewKubePodConverter(n)
+	c.SkipContainers = true
+	return c
 }
 
 // slabs recycles the pods of snapshots: a corev1.Pod is large, and a plan
