@@ -1,0 +1,313 @@
+package svc
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/grpcserver"
+)
+
+// checkDecodesAsUnmarshalVT checks that b decodes, as a PlanSyncRequest and
+// as a StreamPlanSyncRequest, to what UnmarshalVT decodes, or fails where it
+// fails; and that what it decodes aliases neither b nor another pod's bytes.
+func checkDecodesAsUnmarshalVT(t testing.TB, b []byte) {
+	t.Helper()
+	var n podCounts
+	checkDecoder(t, b, decodePlanSyncRequest, n.request(b))
+	checkDecoder(t, b, decodeStreamPlanSyncRequest, n.stream(b))
+}
+
+func checkDecoder[M interface {
+	proto.Message
+	UnmarshalVT([]byte) error
+}](t testing.TB, b []byte, decode func([]byte, M) error, podsCopied bool) {
+	t.Helper()
+	want := newMessage[M]()
+	wantErr := want.UnmarshalVT(b)
+	in := bytes.Clone(b)
+	got := newMessage[M]()
+	err := decode(in, got)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("%T: decoding failed with %v, UnmarshalVT with %v", got, err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	if !proto.Equal(got, want) {
+		t.Fatalf("%T: decoded %v, UnmarshalVT decoded %v", got, got, want)
+	}
+	for i := range in {
+		in[i] = 0xff
+	}
+	if !proto.Equal(got, want) {
+		t.Fatalf("%T: what was decoded changed with its input", got)
+	}
+	if podsCopied { // not left to UnmarshalVT
+		checkPodsOwnTheirBytes(t, got)
+	}
+}
+
+func newMessage[M proto.Message]() M {
+	var zero M
+	return zero.ProtoReflect().New().Interface().(M)
+}
+
+// checkPodsOwnTheirBytes checks that the strings of each pod of m lie
+// within a span no longer than the pod's encoding, and that the spans of two
+// pods do not overlap: what each pod's strings aliasing its own copy of its
+// bytes gives (the pods' strings are not copied one by one, and no pod
+// holds another's), though not proof of it.
+func checkPodsOwnTheirBytes(t testing.TB, m proto.Message) {
+	t.Helper()
+	type span struct{ lo, hi uintptr }
+	var spans []span
+	for _, p := range podsOf(m) {
+		s := span{lo: ^uintptr(0)}
+		eachString(p.ProtoReflect(), func(v string) {
+			at := uintptr(unsafe.Pointer(unsafe.StringData(v)))
+			s.lo, s.hi = min(s.lo, at), max(s.hi, at+uintptr(len(v)))
+		})
+		if s.hi == 0 {
+			continue // no string
+		}
+		if size := uintptr(p.SizeVT()); s.hi-s.lo > size {
+			t.Fatalf("a pod's strings span %d bytes, more than its %d bytes", s.hi-s.lo, size)
+		}
+		for _, o := range spans {
+			if s.lo < o.hi && o.lo < s.hi {
+				t.Fatal("two pods' strings share bytes")
+			}
+		}
+		spans = append(spans, s)
+	}
+}
+
+func podsOf(m proto.Message) []*jobplanev1.Pod {
+	switch m := m.(type) {
+	case *jobplanev1.PlanSyncRequest:
+		return m.GetPods()
+	case *jobplanev1.StreamPlanSyncRequest:
+		return append(m.GetRequest().GetPods(), m.GetDelta().GetUpsertedPods()...)
+	}
+	return nil
+}
+
+// eachString calls f with each non-empty string of m, nested messages, lists
+// and maps included.
+func eachString(m protoreflect.Message, f func(string)) {
+	value := func(fd protoreflect.FieldDescriptor, v protoreflect.Value) {
+		switch fd.Kind() {
+		case protoreflect.StringKind:
+			if s := v.String(); s != "" {
+				f(s)
+			}
+		case protoreflect.MessageKind, protoreflect.GroupKind:
+			eachString(v.Message(), f)
+		}
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList():
+			for i := range v.List().Len() {
+				value(fd, v.List().Get(i))
+			}
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+				value(fd.MapKey(), k.Value())
+				value(fd.MapValue(), v)
+				return true
+			})
+		default:
+			value(fd, v)
+		}
+		return true
+	})
+}
+
+// fuzzCorpus is the committed corpus of a fuzz target, every entry.
+func fuzzCorpus(t testing.TB, target string) [][]byte {
+	dir := filepath.Join("testdata", "fuzz", target)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, ok := strings.CutPrefix(string(data), "go test fuzz v1\n[]byte(")
+		if !ok {
+			t.Fatalf("%s is not a fuzz corpus entry", e.Name())
+		}
+		raw, err := strconv.Unquote(strings.TrimSuffix(strings.TrimSpace(body), ")"))
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		out = append(out, []byte(raw))
+	}
+	return out
+}
+
+// wrapped is v as the value of field num of a message.
+func wrapped(num protowire.Number, v []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+}
+
+func marshal(t testing.TB, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The corpora of FuzzPlanSync (requests) and FuzzPlanSyncDelta (deltas),
+// each also inside a stream request.
+func TestDecodeCorpusAsUnmarshalVT(t *testing.T) {
+	for _, b := range fuzzCorpus(t, "FuzzPlanSync") {
+		checkDecodesAsUnmarshalVT(t, b)
+		checkDecodesAsUnmarshalVT(t, wrapped(streamPlanSyncRequestRequest, b))
+	}
+	for _, b := range fuzzCorpus(t, "FuzzPlanSyncDelta") {
+		checkDecodesAsUnmarshalVT(t, b)
+		checkDecodesAsUnmarshalVT(t, wrapped(streamPlanSyncRequestDelta, b))
+	}
+}
+
+func TestDecodeScaledRequestsAsUnmarshalVT(t *testing.T) {
+	for _, n := range []int{0, 1, 1000} {
+		req := scaledRequest(t, n, n/10)
+		checkDecodesAsUnmarshalVT(t, marshal(t, req))
+		checkDecodesAsUnmarshalVT(t, marshal(t, &jobplanev1.StreamPlanSyncRequest{Id: "1", Request: req}))
+		checkDecodesAsUnmarshalVT(t, marshal(t, &jobplanev1.StreamPlanSyncRequest{Id: "2", Delta: deltaOf("1", scaledRequest(t, n, 0), req)}))
+	}
+}
+
+// Fields repeated or split on the wire merge as UnmarshalVT merges them:
+// messages merge, lists append (pods in wire order), the last scalar wins.
+func TestDecodeSplitFieldsAsUnmarshalVT(t *testing.T) {
+	req := scaledRequest(t, 6, 2)
+	delta := deltaOf("1", scaledRequest(t, 6, 0), req)
+	part := func(pods ...int) *jobplanev1.PlanSyncRequest {
+		r := &jobplanev1.PlanSyncRequest{}
+		for _, i := range pods {
+			r.Pods = append(r.Pods, req.Pods[i])
+		}
+		return r
+	}
+	unknown := protowire.AppendString(protowire.AppendTag(nil, 99, protowire.BytesType), "u")
+	pods := marshal(t, part(0, 1, 2))
+	job := marshal(t, &jobplanev1.PlanSyncRequest{Job: req.Job, TrackingFinalizer: "a"})
+	rest := marshal(t, &jobplanev1.PlanSyncRequest{Now: req.Now, Expectations: req.Expectations, FinalizerRemovalsInFlight: []string{"x"}, TrackingFinalizer: "b"})
+	stream := func(m *jobplanev1.StreamPlanSyncRequest) []byte { return marshal(t, m) }
+	for name, b := range map[string][]byte{
+		"request pods among its fields": slicesConcat(marshal(t, part(3)), job, pods, unknown, rest, marshal(t, part(4, 5)), job),
+		"request twice in a stream": slicesConcat(
+			stream(&jobplanev1.StreamPlanSyncRequest{Id: "a", Request: part(0, 1)}),
+			wrapped(streamPlanSyncRequestRequest, slicesConcat(job, pods, unknown)),
+			stream(&jobplanev1.StreamPlanSyncRequest{Id: "b", Delta: delta}),
+			stream(&jobplanev1.StreamPlanSyncRequest{Request: part(5, 4)}),
+			wrapped(streamPlanSyncRequestDelta, marshal(t, &jobplanev1.PlanSyncDelta{BaseId: "2", UpsertedPods: req.Pods[:2], RemovedPodUids: []string{"r"}})),
+			unknown,
+			wrapped(streamPlanSyncRequestRequest, rest),
+		),
+		"empty request and delta":         slicesConcat(wrapped(streamPlanSyncRequestRequest, nil), wrapped(streamPlanSyncRequestDelta, nil)),
+		"empty pod":                       wrapped(planSyncRequestPods, nil),
+		"pods field not length-delimited": protowire.AppendVarint(protowire.AppendTag(pods, planSyncRequestPods, protowire.VarintType), 1),
+		"a group":                         protowire.AppendTag(protowire.AppendTag(slicesConcat(pods), 50, protowire.StartGroupType), 50, protowire.EndGroupType),
+		"a 10-byte tag":                   slicesConcat(pods, []byte{0x92, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0}),
+		"truncated":                       pods[:len(pods)-1],
+	} {
+		t.Run(name, func(t *testing.T) { checkDecodesAsUnmarshalVT(t, b) })
+	}
+}
+
+func slicesConcat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// FuzzDecodeStreamRequest: on any input, the planner's decoders fail where
+// UnmarshalVT fails, and otherwise decode what it decodes, aliasing nothing
+// of their input.
+func FuzzDecodeStreamRequest(f *testing.F) {
+	for _, b := range fuzzCorpus(f, "FuzzPlanSync") {
+		f.Add(wrapped(streamPlanSyncRequestRequest, b))
+	}
+	for _, b := range fuzzCorpus(f, "FuzzPlanSyncDelta") {
+		f.Add(wrapped(streamPlanSyncRequestDelta, b))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkDecodesAsUnmarshalVT(t, b) })
+}
+
+// The codec decodes the planner's requests with its decoders (far fewer
+// allocations than UnmarshalVT), and still refuses invalid UTF-8.
+func TestCodecDecodesRequestsWithTheDecoders(t *testing.T) {
+	req := scaledRequest(t, 1000, 10)
+	b := marshal(t, &jobplanev1.StreamPlanSyncRequest{Id: "1", Request: req})
+	var got jobplanev1.StreamPlanSyncRequest
+	codec := grpcserver.Codec()
+	byCodec := testing.AllocsPerRun(5, func() {
+		if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &got); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !proto.Equal(got.GetRequest(), req) {
+		t.Fatal("the codec decoded another request")
+	}
+	byVT := testing.AllocsPerRun(5, func() {
+		got = jobplanev1.StreamPlanSyncRequest{}
+		if err := got.UnmarshalVT(b); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if byCodec > byVT*2/3 {
+		t.Fatalf("the codec allocates %.0f times, UnmarshalVT %.0f: not the planner's decoder", byCodec, byVT)
+	}
+	t.Logf("allocations decoding 1,000 pods: %.0f by the codec, %.0f by UnmarshalVT", byCodec, byVT)
+
+	req = scaledRequest(t, 3, 0)
+	req.Pods[1].Metadata.Name = "@@"
+	b = bytes.Replace(marshal(t, req), []byte("@@"), []byte("\xc3\x28"), 1)
+	if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &jobplanev1.PlanSyncRequest{}); err == nil {
+		t.Fatal("the codec accepted a pod's invalid UTF-8")
+	}
+	if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wrapped(streamPlanSyncRequestRequest, b))}, &jobplanev1.StreamPlanSyncRequest{}); err == nil {
+		t.Fatal("the codec accepted a streamed pod's invalid UTF-8")
+	}
+}
+
+// BenchmarkDecodeRequest compares the planner's decoder with UnmarshalVT on
+// a stream request of 10,000 pods.
+func BenchmarkDecodeRequest(b *testing.B) {
+	data := marshal(b, &jobplanev1.StreamPlanSyncRequest{Id: "1", Request: scaledRequest(b, 10_000, 100)})
+	b.Run("decoder=planner", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if err := decodeStreamPlanSyncRequest(data, &jobplanev1.StreamPlanSyncRequest{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decoder=UnmarshalVT", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if err := (&jobplanev1.StreamPlanSyncRequest{}).UnmarshalVT(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
