@@ -300,6 +300,11 @@ type vtUnmarshaler interface {
 }
 
 func (deterministicCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if w, ok := v.(WireUnmarshaler); ok {
+		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+		defer buf.Free()
+		return w.UnmarshalWire(buf.ReadOnlyData())
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("cannot unmarshal into %T: not a proto message", v)
@@ -313,17 +318,41 @@ func (deterministicCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		}
 		return validUTF8(buf.ReadOnlyData(), m.ProtoReflect().Descriptor())
 	}
+	// UnmarshalVT copies strings and bytes out of the buffer, which is
+	// freed on return.
+	return Unmarshal(buf.ReadOnlyData(), m)
+}
+
+// Unmarshal decodes b into m as the codec decodes a message without a
+// registered decoder: vtprotobuf's decoder when m has one, then the UTF-8
+// check; protobuf-go's otherwise. m is reset first.
+func Unmarshal(b []byte, m proto.Message) error {
 	vt, ok := m.(vtUnmarshaler)
 	if !ok {
-		return proto.Unmarshal(buf.ReadOnlyData(), m)
+		return proto.Unmarshal(b, m)
 	}
-	// UnmarshalVT merges into the message, proto.Unmarshal replaces it; it
-	// copies strings and bytes out of the buffer, which is freed on return.
+	// UnmarshalVT merges into the message, proto.Unmarshal replaces it.
 	proto.Reset(vt)
-	if err := vt.UnmarshalVT(buf.ReadOnlyData()); err != nil {
+	if err := vt.UnmarshalVT(b); err != nil {
 		return err
 	}
-	return validUTF8(buf.ReadOnlyData(), vt.ProtoReflect().Descriptor())
+	return validUTF8(b, vt.ProtoReflect().Descriptor())
+}
+
+// CheckUTF8 is the codec's UTF-8 check of b, an encoding of m's type (or a
+// run of its fields): nil when every proto3 string in it is valid UTF-8.
+func CheckUTF8(b []byte, m proto.Message) error {
+	return validUTF8(b, m.ProtoReflect().Descriptor())
+}
+
+// WireUnmarshaler is a value the codec has decode itself from the wire
+// format: a service receiving a message into other types than its
+// generated ones (the planner decodes pods straight into Kubernetes pods).
+// b is freed once UnmarshalWire returns, so nothing decoded may alias it;
+// it must refuse what the codec refuses, invalid UTF-8 included (Unmarshal,
+// CheckUTF8).
+type WireUnmarshaler interface {
+	UnmarshalWire(b []byte) error
 }
 
 func (deterministicCodec) Name() string { return "proto" }

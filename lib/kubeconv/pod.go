@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/chunk"
 )
 
 // PodToKube converts a pod (the parts the contract models).
@@ -31,24 +32,24 @@ type KubePodConverter struct {
 	// at none (the Job sync reads init containers only).
 	SkipContainers bool
 
-	refs       chunk[metav1.OwnerReference]
-	conditions chunk[corev1.PodCondition]
-	containers chunk[corev1.Container]
-	statuses   chunk[corev1.ContainerStatus]
-	waiting    chunk[corev1.ContainerStateWaiting]
-	running    chunk[corev1.ContainerStateRunning]
-	terminated chunk[corev1.ContainerStateTerminated]
-	times      chunk[metav1.Time]
+	refs       chunk.Of[metav1.OwnerReference]
+	conditions chunk.Of[corev1.PodCondition]
+	containers chunk.Of[corev1.Container]
+	statuses   chunk.Of[corev1.ContainerStatus]
+	waiting    chunk.Of[corev1.ContainerStateWaiting]
+	running    chunk.Of[corev1.ContainerStateRunning]
+	terminated chunk.Of[corev1.ContainerStateTerminated]
+	times      chunk.Of[metav1.Time]
 }
 
 // NewKubePodConverter is a converter whose chunks hold the parts of n
 // typical pods each.
 func NewKubePodConverter(n int) *KubePodConverter {
 	return &KubePodConverter{
-		refs: chunk[metav1.OwnerReference]{size: n}, conditions: chunk[corev1.PodCondition]{size: n},
-		containers: chunk[corev1.Container]{size: n}, statuses: chunk[corev1.ContainerStatus]{size: n},
-		waiting: chunk[corev1.ContainerStateWaiting]{size: n}, running: chunk[corev1.ContainerStateRunning]{size: n},
-		terminated: chunk[corev1.ContainerStateTerminated]{size: n}, times: chunk[metav1.Time]{size: 2 * n},
+		refs: chunk.Of[metav1.OwnerReference]{Size: n}, conditions: chunk.Of[corev1.PodCondition]{Size: n},
+		containers: chunk.Of[corev1.Container]{Size: n}, statuses: chunk.Of[corev1.ContainerStatus]{Size: n},
+		waiting: chunk.Of[corev1.ContainerStateWaiting]{Size: n}, running: chunk.Of[corev1.ContainerStateRunning]{Size: n},
+		terminated: chunk.Of[corev1.ContainerStateTerminated]{Size: n}, times: chunk.Of[metav1.Time]{Size: 2 * n},
 	}
 }
 
@@ -74,7 +75,7 @@ func (c *KubePodConverter) IntoKube(p *jobplanev1.Pod, out *corev1.Pod) {
 	out.Status.InitContainerStatuses = c.containerStatusesToKube(status.GetInitContainerStatuses())
 	out.Status.ContainerStatuses = c.containerStatusesToKube(status.GetContainerStatuses())
 	conds := status.GetConditions()
-	out.Status.Conditions = c.conditions.take(len(conds))
+	out.Status.Conditions = c.conditions.Take(len(conds))
 	for i, cond := range conds {
 		out.Status.Conditions[i] = corev1.PodCondition{
 			Type:               corev1.PodConditionType(cond.GetType()),
@@ -92,7 +93,7 @@ func (c *KubePodConverter) objectMetaIntoKube(m *jobplanev1.ObjectMeta, out *met
 	objectMetaFieldsIntoKube(m, out)
 	out.DeletionTimestamp = c.timeToKube(m.GetDeletionTimestamp())
 	refs := m.GetOwnerReferences()
-	out.OwnerReferences = c.refs.take(len(refs))
+	out.OwnerReferences = c.refs.Take(len(refs))
 	for i, r := range refs {
 		out.OwnerReferences[i] = ownerReferenceToKube(r)
 	}
@@ -102,13 +103,13 @@ func (c *KubePodConverter) timeToKube(t *timestamppb.Timestamp) *metav1.Time {
 	if t == nil {
 		return nil
 	}
-	out := c.times.one()
+	out := c.times.One()
 	*out = metav1.NewTime(t.AsTime())
 	return out
 }
 
 func (c *KubePodConverter) containersToKube(cs []*jobplanev1.Container) []corev1.Container {
-	out := c.containers.take(len(cs))
+	out := c.containers.Take(len(cs))
 	for i, ct := range cs {
 		out[i].Name = ct.GetName()
 		out[i].RestartPolicy = (*corev1.ContainerRestartPolicy)(ct.RestartPolicy)
@@ -117,22 +118,22 @@ func (c *KubePodConverter) containersToKube(cs []*jobplanev1.Container) []corev1
 }
 
 func (c *KubePodConverter) containerStatusesToKube(cs []*jobplanev1.ContainerStatus) []corev1.ContainerStatus {
-	out := c.statuses.take(len(cs))
+	out := c.statuses.Take(len(cs))
 	for i, s := range cs {
 		st := s.GetState()
 		out[i].Name = s.GetName()
 		out[i].Ready = s.GetReady()
 		out[i].RestartCount = s.GetRestartCount()
 		if w := st.GetWaiting(); w != nil {
-			out[i].State.Waiting = c.waiting.one()
+			out[i].State.Waiting = c.waiting.One()
 			*out[i].State.Waiting = corev1.ContainerStateWaiting{Reason: w.GetReason(), Message: w.GetMessage()}
 		}
 		if r := st.GetRunning(); r != nil {
-			out[i].State.Running = c.running.one()
+			out[i].State.Running = c.running.One()
 			out[i].State.Running.StartedAt = TimeValueToKube(r.GetStartedAt())
 		}
 		if t := st.GetTerminated(); t != nil {
-			out[i].State.Terminated = c.terminated.one()
+			out[i].State.Terminated = c.terminated.One()
 			*out[i].State.Terminated = corev1.ContainerStateTerminated{
 				ExitCode:    t.GetExitCode(),
 				Signal:      t.GetSignal(),
@@ -170,19 +171,19 @@ type PodConverter struct {
 	// copyShared copies maps and string slices (PodFromKube).
 	copyShared bool
 
-	pods       chunk[podParts]
-	refs       chunk[jobplanev1.OwnerReference]
-	refPtrs    chunk[*jobplanev1.OwnerReference]
-	conditions chunk[jobplanev1.PodCondition]
-	condPtrs   chunk[*jobplanev1.PodCondition]
-	containers chunk[jobplanev1.Container]
-	ctrPtrs    chunk[*jobplanev1.Container]
-	statuses   chunk[statusParts]
-	statusPtrs chunk[*jobplanev1.ContainerStatus]
-	waiting    chunk[jobplanev1.ContainerStateWaiting]
-	running    chunk[jobplanev1.ContainerStateRunning]
-	terminated chunk[jobplanev1.ContainerStateTerminated]
-	times      chunk[timestamppb.Timestamp]
+	pods       chunk.Of[podParts]
+	refs       chunk.Of[jobplanev1.OwnerReference]
+	refPtrs    chunk.Of[*jobplanev1.OwnerReference]
+	conditions chunk.Of[jobplanev1.PodCondition]
+	condPtrs   chunk.Of[*jobplanev1.PodCondition]
+	containers chunk.Of[jobplanev1.Container]
+	ctrPtrs    chunk.Of[*jobplanev1.Container]
+	statuses   chunk.Of[statusParts]
+	statusPtrs chunk.Of[*jobplanev1.ContainerStatus]
+	waiting    chunk.Of[jobplanev1.ContainerStateWaiting]
+	running    chunk.Of[jobplanev1.ContainerStateRunning]
+	terminated chunk.Of[jobplanev1.ContainerStateTerminated]
+	times      chunk.Of[timestamppb.Timestamp]
 }
 
 // NewPodConverter is a converter whose chunks hold the messages of n
@@ -190,13 +191,13 @@ type PodConverter struct {
 func NewPodConverter(n int, labels bool) *PodConverter {
 	return &PodConverter{
 		Labels: labels,
-		pods:   chunk[podParts]{size: n},
-		refs:   chunk[jobplanev1.OwnerReference]{size: n}, refPtrs: chunk[*jobplanev1.OwnerReference]{size: n},
-		conditions: chunk[jobplanev1.PodCondition]{size: n}, condPtrs: chunk[*jobplanev1.PodCondition]{size: n},
-		containers: chunk[jobplanev1.Container]{size: n}, ctrPtrs: chunk[*jobplanev1.Container]{size: n},
-		statuses: chunk[statusParts]{size: n}, statusPtrs: chunk[*jobplanev1.ContainerStatus]{size: n},
-		waiting: chunk[jobplanev1.ContainerStateWaiting]{size: n}, running: chunk[jobplanev1.ContainerStateRunning]{size: n},
-		terminated: chunk[jobplanev1.ContainerStateTerminated]{size: n}, times: chunk[timestamppb.Timestamp]{size: 4 * n},
+		pods:   chunk.Of[podParts]{Size: n},
+		refs:   chunk.Of[jobplanev1.OwnerReference]{Size: n}, refPtrs: chunk.Of[*jobplanev1.OwnerReference]{Size: n},
+		conditions: chunk.Of[jobplanev1.PodCondition]{Size: n}, condPtrs: chunk.Of[*jobplanev1.PodCondition]{Size: n},
+		containers: chunk.Of[jobplanev1.Container]{Size: n}, ctrPtrs: chunk.Of[*jobplanev1.Container]{Size: n},
+		statuses: chunk.Of[statusParts]{Size: n}, statusPtrs: chunk.Of[*jobplanev1.ContainerStatus]{Size: n},
+		waiting: chunk.Of[jobplanev1.ContainerStateWaiting]{Size: n}, running: chunk.Of[jobplanev1.ContainerStateRunning]{Size: n},
+		terminated: chunk.Of[jobplanev1.ContainerStateTerminated]{Size: n}, times: chunk.Of[timestamppb.Timestamp]{Size: 4 * n},
 	}
 }
 
@@ -216,7 +217,7 @@ type statusParts struct {
 
 // FromKube converts a pod to the contract.
 func (c *PodConverter) FromKube(p *corev1.Pod) *jobplanev1.Pod {
-	parts := c.pods.one()
+	parts := c.pods.One()
 	out := &parts.pod
 	out.ApiVersion, out.Kind = p.APIVersion, p.Kind
 	out.Metadata = &parts.meta
@@ -233,9 +234,9 @@ func (c *PodConverter) FromKube(p *corev1.Pod) *jobplanev1.Pod {
 	out.Status.StartTime = c.timeFromKube(p.Status.StartTime)
 	out.Status.InitContainerStatuses = c.containerStatusesFromKube(p.Status.InitContainerStatuses)
 	out.Status.ContainerStatuses = c.containerStatusesFromKube(p.Status.ContainerStatuses)
-	out.Status.Conditions = c.condPtrs.take(len(p.Status.Conditions))
+	out.Status.Conditions = c.condPtrs.Take(len(p.Status.Conditions))
 	for i := range p.Status.Conditions {
-		in, cond := &p.Status.Conditions[i], c.conditions.one()
+		in, cond := &p.Status.Conditions[i], c.conditions.One()
 		cond.Type, cond.Status = string(in.Type), string(in.Status)
 		cond.LastProbeTime = c.timeFromKube(&in.LastProbeTime)
 		cond.LastTransitionTime = c.timeFromKube(&in.LastTransitionTime)
@@ -274,9 +275,9 @@ func (c *PodConverter) objectMetaFromKube(m *metav1.ObjectMeta, out *jobplanev1.
 	out.CreationTimestamp = c.timeFromKube(&m.CreationTimestamp)
 	out.DeletionTimestamp = c.timeFromKube(m.DeletionTimestamp)
 	out.DeletionGracePeriodSeconds = m.DeletionGracePeriodSeconds
-	out.OwnerReferences = c.refPtrs.take(len(m.OwnerReferences))
+	out.OwnerReferences = c.refPtrs.Take(len(m.OwnerReferences))
 	for i := range m.OwnerReferences {
-		r, ref := &m.OwnerReferences[i], c.refs.one()
+		r, ref := &m.OwnerReferences[i], c.refs.One()
 		ref.ApiVersion, ref.Kind, ref.Name, ref.Uid = r.APIVersion, r.Kind, r.Name, string(r.UID)
 		ref.Controller, ref.BlockOwnerDeletion = r.Controller, r.BlockOwnerDeletion
 		out.OwnerReferences[i] = ref
@@ -288,15 +289,15 @@ func (c *PodConverter) timeFromKube(t *metav1.Time) *timestamppb.Timestamp {
 	if t == nil || t.IsZero() {
 		return nil
 	}
-	ts := c.times.one()
+	ts := c.times.One()
 	ts.Seconds, ts.Nanos = t.Unix(), int32(t.Nanosecond())
 	return ts
 }
 
 func (c *PodConverter) containersFromKube(cs []corev1.Container) []*jobplanev1.Container {
-	out := c.ctrPtrs.take(len(cs))
+	out := c.ctrPtrs.Take(len(cs))
 	for i := range cs {
-		ct := c.containers.one()
+		ct := c.containers.One()
 		ct.Name, ct.RestartPolicy = cs[i].Name, (*string)(cs[i].RestartPolicy)
 		out[i] = ct
 	}
@@ -304,20 +305,20 @@ func (c *PodConverter) containersFromKube(cs []corev1.Container) []*jobplanev1.C
 }
 
 func (c *PodConverter) containerStatusesFromKube(cs []corev1.ContainerStatus) []*jobplanev1.ContainerStatus {
-	out := c.statusPtrs.take(len(cs))
+	out := c.statusPtrs.Take(len(cs))
 	for i := range cs {
-		in, parts := &cs[i], c.statuses.one()
+		in, parts := &cs[i], c.statuses.One()
 		st := &parts.state
 		if w := in.State.Waiting; w != nil {
-			st.Waiting = c.waiting.one()
+			st.Waiting = c.waiting.One()
 			st.Waiting.Reason, st.Waiting.Message = w.Reason, w.Message
 		}
 		if r := in.State.Running; r != nil {
-			st.Running = c.running.one()
+			st.Running = c.running.One()
 			st.Running.StartedAt = c.timeFromKube(&r.StartedAt)
 		}
 		if t := in.State.Terminated; t != nil {
-			st.Terminated = c.terminated.one()
+			st.Terminated = c.terminated.One()
 			*st.Terminated = jobplanev1.ContainerStateTerminated{
 				ExitCode:    t.ExitCode,
 				Signal:      t.Signal,

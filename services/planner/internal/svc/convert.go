@@ -20,14 +20,10 @@ import (
 	"github.com/jobplane/jobplane/services/planner/internal/validation"
 )
 
-// snapshotFromRequest converts a checked PlanSync request for the engine,
-// with the API server's defaults applied to the Job; release recycles the
-// snapshot's pods once the plan is converted.
+// snapshotFromRequest checks and converts a PlanSync request for the
+// engine, with the API server's defaults applied to the Job; release
+// recycles the snapshot's pods once the plan is converted.
 func snapshotFromRequest(req *jobplanev1.PlanSyncRequest) (s *engine.Snapshot, release func(), err error) {
-	job, err := jobFromProto(req.GetJob())
-	if err != nil {
-		return nil, nil, err
-	}
 	pods := make([]*corev1.Pod, len(req.GetPods()))
 	slab, release := podSlab(len(req.GetPods()))
 	c := podConverter(len(pods))
@@ -35,7 +31,36 @@ func snapshotFromRequest(req *jobplanev1.PlanSyncRequest) (s *engine.Snapshot, r
 		c.IntoKube(p, &slab[i])
 		pods[i] = &slab[i]
 	}
+	if err := validation.Snapshot(req, pods).Err("invalid PlanSync snapshot"); err != nil {
+		release()
+		return nil, nil, err
+	}
+	job, err := jobFromProto(req.GetJob())
+	if err != nil {
+		release()
+		return nil, nil, apierr.InvalidArgument("invalid PlanSync snapshot", apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
+	}
 	return engineSnapshot(job, pods, req), release, nil
+}
+
+// convertPods converts pods for the sync: together (one array, parts in
+// chunks), or each alone.
+func convertPods(pods []*jobplanev1.Pod, together bool) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(pods))
+	if !together {
+		c := podConverter(1)
+		for i, p := range pods {
+			out[i] = &corev1.Pod{}
+			c.IntoKube(p, out[i])
+		}
+		return out
+	}
+	slab, c := make([]corev1.Pod, len(pods)), podConverter(len(pods))
+	for i, p := range pods {
+		c.IntoKube(p, &slab[i])
+		out[i] = &slab[i]
+	}
+	return out
 }
 
 // jobFromProto converts a checked Job for the engine, with the API server's
@@ -73,17 +98,17 @@ func engineSnapshot(job *batchv1.Job, pods []*corev1.Pod, req validation.SyncFie
 	return s
 }
 
-// baseFromRequest checks and converts a full snapshot of a stream into the
-// base of later deltas; its pods are its own, not recycled.
-func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest) (*baseSnapshot, error) {
-	if err := validation.Snapshot(req).Err("invalid PlanSync snapshot"); err != nil {
+// baseFromRequest checks a full snapshot of a stream, its pods converted,
+// and makes it the base of later deltas.
+func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod) (*baseSnapshot, error) {
+	if err := validation.Snapshot(req, pods).Err("invalid PlanSync snapshot"); err != nil {
 		return nil, err
 	}
 	job, err := jobFromProto(req.GetJob())
 	if err != nil {
 		return nil, apierr.InvalidArgument("invalid PlanSync snapshot", apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
 	}
-	n := len(req.GetPods())
+	n := len(pods)
 	b := &baseSnapshot{
 		jobUID:    req.GetJob().GetMetadata().GetUid(),
 		id:        id,
@@ -93,23 +118,20 @@ func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest) (*baseSnapshot,
 		index:     make(map[string]*slot, n),
 		finalizer: cmp.Or(req.GetTrackingFinalizer(), engine.DefaultTrackingFinalizer),
 	}
-	pods, slots := make([]corev1.Pod, n), make([]slot, n)
-	c := podConverter(n)
-	for i, p := range req.GetPods() {
-		c.IntoKube(p, &pods[i])
-		slots[i] = slot{pod: &pods[i], view: engine.View(&pods[i], b.finalizer)}
+	slots := make([]slot, n)
+	for i, p := range pods {
+		slots[i] = slot{pod: p, view: engine.View(p, b.finalizer)}
 		b.order[i] = &slots[i]
-		b.index[p.GetMetadata().GetUid()] = &slots[i]
+		b.index[string(p.UID)] = &slots[i]
 	}
 	b.reorder(false, nil, true)
 	return b, nil
 }
 
 // applyDelta takes the stream's snapshot the delta is based on, checks the
-// delta against it and applies it, converting only the Job (when given) and
-// the upserted pods. The base is out of the store until planned: any error
-// drops it.
-func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta) (*baseSnapshot, error) {
+// delta (its upserted pods converted) against it and applies it. The base
+// is out of the store until planned: any error drops it.
+func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod) (*baseSnapshot, error) {
 	b := bases.take(d.GetJobUid())
 	if b == nil || b.id != d.GetBaseId() || d.GetBaseId() == "" {
 		return nil, apierr.New(codes.FailedPrecondition, "SNAPSHOT_BASE_UNKNOWN",
@@ -117,7 +139,7 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta) 
 			"the planner holds no snapshot %q of Job %q on this stream: send the snapshot in full", d.GetBaseId(), d.GetJobUid())
 	}
 	base := validation.Base{Job: b.jobProto, Pods: len(b.order), Holds: func(uid string) bool { _, ok := b.index[uid]; return ok }}
-	if err := validation.Delta(d, base).Err("invalid PlanSync delta"); err != nil {
+	if err := validation.Delta(d, upserted, base).Err("invalid PlanSync delta"); err != nil {
 		return nil, err
 	}
 	if d.GetJob() != nil {
@@ -129,28 +151,22 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta) 
 	}
 	for _, uid := range d.GetRemovedPodUids() {
 		s := b.index[uid]
-		*s.pod = corev1.Pod{} // a pod of a slab lives as long as the slab
+		*s.pod = corev1.Pod{} // a pod of an array lives as long as the array
 		s.removed = true
 		delete(b.index, uid)
 	}
 	b.setFinalizer(d.GetTrackingFinalizer())
 	var added []*slot
 	renamed := false
-	// A delta's pods are kept alone: parts in chunks would keep each
-	// other alive in the base as long as any of them is.
-	c := podConverter(1)
-	for _, p := range d.GetUpsertedPods() {
-		uid := p.GetMetadata().GetUid()
-		if s, ok := b.index[uid]; ok {
-			renamed = renamed || s.pod.Name != p.GetMetadata().GetName()
-			c.IntoKube(p, s.pod)
-			s.view = engine.View(s.pod, b.finalizer)
+	for _, pod := range upserted {
+		if s, ok := b.index[string(pod.UID)]; ok {
+			renamed = renamed || s.pod.Name != pod.Name
+			*s.pod = corev1.Pod{}
+			s.pod, s.view = pod, engine.View(pod, b.finalizer)
 			continue
 		}
-		pod := &corev1.Pod{}
-		c.IntoKube(p, pod)
 		s := &slot{pod: pod, view: engine.View(pod, b.finalizer)}
-		b.index[uid] = s
+		b.index[string(pod.UID)] = s
 		added = append(added, s)
 	}
 	b.reorder(len(d.GetRemovedPodUids()) > 0, added, renamed)

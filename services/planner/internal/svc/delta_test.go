@@ -78,7 +78,7 @@ func fullPlan(t testing.TB, req *jobplanev1.PlanSyncRequest) ([]byte, error) {
 }
 
 func streamed(t testing.TB, bases *streamSnapshots, req *jobplanev1.StreamPlanSyncRequest) ([]byte, error) {
-	resp, err := planStreamed(bases, req)
+	resp, err := planStreamedProto(bases, req)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func checkDeltaEquivalence(t *testing.T, req *jobplanev1.PlanSyncRequest, salt i
 	}
 	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods).stream()
 	defer bases.close()
-	if _, err := planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "base", Request: base}); err != nil {
+	if _, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "base", Request: base}); err != nil {
 		return false // a base refused (or of a finished Job) is not a base
 	}
 	if bases.jobs[req.GetJob().GetMetadata().GetUid()] == nil {
@@ -246,31 +246,31 @@ func TestDeltaAgainstAnUnknownBaseFailsOnlyItsResponse(t *testing.T) {
 	bases := newSnapshotStore(100).stream()
 	req := sizedRequest(t, "job-a", 10)
 	// Never sent.
-	_, err := planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "1", Delta: deltaOf("0", req, req)})
+	_, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "1", Delta: deltaOf("0", req, req)})
 	failedPrecondition(t, err)
-	if _, err := planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "2", Request: req}); err != nil {
+	if _, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "2", Request: req}); err != nil {
 		t.Fatal(err)
 	}
 	// Not the base held (superseded by request 2).
-	_, err = planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "3", Delta: deltaOf("1", req, req)})
+	_, err = planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "3", Delta: deltaOf("1", req, req)})
 	failedPrecondition(t, err)
 	// The failure dropped the base: even the right id is unknown now.
-	_, err = planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "4", Delta: deltaOf("2", req, req)})
+	_, err = planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "4", Delta: deltaOf("2", req, req)})
 	failedPrecondition(t, err)
-	if _, err := planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "5", Request: req}); err != nil {
+	if _, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "5", Request: req}); err != nil {
 		t.Fatal(err)
 	}
 	// An invalid delta is refused with its paths, and drops the base.
 	bad := deltaOf("5", req, req)
 	bad.RemovedPodUids = []string{"nope"}
-	_, err = planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "6", Delta: bad})
+	_, err = planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "6", Delta: bad})
 	if status.Code(err) != codes.InvalidArgument || !bytes.Contains([]byte(err.Error()), []byte("delta.removedPodUids[0]")) {
 		t.Fatalf("got %v, want InvalidArgument on delta.removedPodUids[0]", err)
 	}
-	_, err = planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "7", Delta: deltaOf("5", req, req)})
+	_, err = planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "7", Delta: deltaOf("5", req, req)})
 	failedPrecondition(t, err)
 	// Both forms at once.
-	_, err = planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "8", Request: req, Delta: deltaOf("5", req, req)})
+	_, err = planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "8", Request: req, Delta: deltaOf("5", req, req)})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("got %v, want InvalidArgument", err)
 	}
@@ -282,7 +282,7 @@ func TestSnapshotsAreEvictedLeastRecentlyUsedFirstWithinTheBound(t *testing.T) {
 	a, b, c := sizedRequest(t, "job-a", 10), sizedRequest(t, "job-b", 10), sizedRequest(t, "job-c", 10)
 	send := func(s *streamSnapshots, id string, m *jobplanev1.StreamPlanSyncRequest) error {
 		m.Id = id
-		_, err := planStreamed(s, m)
+		_, err := planStreamedProto(s, m)
 		return err
 	}
 	if err := send(s1, "a1", &jobplanev1.StreamPlanSyncRequest{Request: a}); err != nil {
@@ -512,4 +512,10 @@ func TestConcurrentStreamsShareTheBound(t *testing.T) {
 	if store.heldPods() != 0 {
 		t.Errorf("%d held after every stream ended", store.heldPods())
 	}
+}
+
+// planStreamedProto plans a decoded request of a stream, its pods
+// converted as the codec's decoding would (wire_test.go checks it does).
+func planStreamedProto(bases *streamSnapshots, m *jobplanev1.StreamPlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
+	return planStreamed(bases, streamRequestOf(m))
 }

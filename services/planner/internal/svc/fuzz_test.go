@@ -83,7 +83,7 @@ func FuzzPlanSyncDelta(f *testing.F) {
 		}
 		bases := newSnapshotStore(DefaultStreamSnapshotMaxPods).stream()
 		defer bases.close()
-		if _, err := planStreamed(bases, &jobplanev1.StreamPlanSyncRequest{Id: "base", Request: base}); err != nil {
+		if _, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "base", Request: base}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := streamed(t, bases, &jobplanev1.StreamPlanSyncRequest{Id: "delta", Delta: d})

@@ -51,12 +51,9 @@ func (s *PlannerService) PlanSync(_ context.Context, req *jobplanev1.PlanSyncReq
 }
 
 func planSync(req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
-	if err := validation.Snapshot(req).Err("invalid PlanSync snapshot"); err != nil {
-		return nil, err
-	}
 	snap, release, err := snapshotFromRequest(req)
 	if err != nil {
-		return nil, apierr.InvalidArgument("invalid PlanSync snapshot", apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
+		return nil, err
 	}
 	defer release()
 	return &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(engine.Sync(snap))}, nil
@@ -69,14 +66,15 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 	bases := s.snapshots.stream()
 	defer bases.close()
 	for {
-		req, err := stream.Recv()
+		req := &streamRequest{} // its pods decoded straight for the sync
+		err := stream.RecvMsg(req)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		resp := &jobplanev1.StreamPlanSyncResponse{Id: req.GetId()}
+		resp := &jobplanev1.StreamPlanSyncResponse{Id: req.msg.GetId()}
 		if plan, err := planStreamed(bases, req); err != nil {
 			resp.Error = status.Convert(err).Proto()
 		} else {
@@ -91,18 +89,18 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 // planStreamed plans one request of a stream, full or delta, and keeps its
 // snapshot as the base of the Job's next delta unless it failed or the Job
 // is finished.
-func planStreamed(bases *streamSnapshots, req *jobplanev1.StreamPlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
+func planStreamed(bases *streamSnapshots, req *streamRequest) (*jobplanev1.PlanSyncResponse, error) {
 	var (
 		b   *baseSnapshot
 		err error
 	)
-	switch full, delta := req.GetRequest(), req.GetDelta(); {
+	switch full, delta := req.msg.GetRequest(), req.msg.GetDelta(); {
 	case delta != nil && full != nil:
 		bases.take(delta.GetJobUid())
 		bases.take(full.GetJob().GetMetadata().GetUid())
 		return nil, apierr.InvalidArgument("invalid StreamPlanSync request", apierr.Violation{Field: "delta", Description: "Invalid value: exactly one of request and delta may be set"})
 	case delta != nil:
-		b, err = applyDelta(bases, req.GetId(), delta)
+		b, err = applyDelta(bases, req.msg.GetId(), delta, req.deltaPods)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +109,7 @@ func planStreamed(bases *streamSnapshots, req *jobplanev1.StreamPlanSyncRequest)
 		if uid := full.GetJob().GetMetadata().GetUid(); uid != "" {
 			bases.take(uid) // superseded, whatever comes of this request
 		}
-		b, err = baseFromRequest(req.GetId(), full)
+		b, err = baseFromRequest(req.msg.GetId(), full, req.requestPods)
 		if err != nil {
 			return nil, err
 		}

@@ -159,7 +159,7 @@ func TestStreamSnapshotMemory(t *testing.T) {
 			p.Metadata.OwnerReferences[0].Uid = uid
 		}
 		s := store.stream()
-		if _, err := planStreamed(s, &jobplanev1.StreamPlanSyncRequest{Id: "1", Request: req}); err != nil {
+		if _, err := planStreamedProto(s, &jobplanev1.StreamPlanSyncRequest{Id: "1", Request: req}); err != nil {
 			t.Fatal(err)
 		}
 		held = append(held, s)

@@ -5,17 +5,21 @@ import (
 	"errors"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/services/planner/internal/podwire"
 )
 
 // The planner's requests hold up to 100,000 pods, whose strings vtprotobuf's
 // UnmarshalVT copies one by one: most of the cost of decoding them. The
-// codec decodes them here instead.
+// codec decodes them here instead: PlanSync's requests with
+// decodePlanSyncRequest, StreamPlanSync's into a streamRequest, their pods
+// straight into Kubernetes pods.
 func init() {
 	grpcserver.RegisterDecoder(decodePlanSyncRequest)
-	grpcserver.RegisterDecoder(decodeStreamPlanSyncRequest)
 }
 
 // The fields holding pods, and the messages holding them.
@@ -44,28 +48,89 @@ func decodePlanSyncRequest(b []byte, m *jobplanev1.PlanSyncRequest) error {
 	return d.request(b, m)
 }
 
-// decodeStreamPlanSyncRequest is decodePlanSyncRequest for a stream's
-// request, whose pods are in its request or its delta.
-func decodeStreamPlanSyncRequest(b []byte, m *jobplanev1.StreamPlanSyncRequest) error {
+// streamRequest is a StreamPlanSync request as the planner decodes it:
+// the message, whose pods are not read, and its pods as Kubernetes pods.
+type streamRequest struct {
+	msg *jobplanev1.StreamPlanSyncRequest
+	// requestPods are msg.Request's pods; deltaPods msg.Delta's upserted.
+	requestPods, deltaPods []*corev1.Pod
+}
+
+var _ grpcserver.WireUnmarshaler = (*streamRequest)(nil)
+
+// UnmarshalWire decodes an encoded StreamPlanSyncRequest: its pods straight
+// into Kubernetes pods (podwire), the other fields as the codec decodes
+// them. It decodes what the codec and podConverter make of the message,
+// and fails where the codec fails.
+func (r *streamRequest) UnmarshalWire(b []byte) error {
 	var n podCounts
-	if !n.stream(b) {
-		return m.UnmarshalVT(b)
+	if !n.stream(b) { // left to the codec, whole
+		m := &jobplanev1.StreamPlanSyncRequest{}
+		if err := grpcserver.Unmarshal(b, m); err != nil {
+			return err
+		}
+		*r = *streamRequestOf(m)
+		return nil
 	}
-	d := newPodDecoder(n.total())
-	return eachField(b, isRequestOrDelta, m.UnmarshalVT, func(num protowire.Number, v []byte) error {
+	*r = streamRequest{msg: &jobplanev1.StreamPlanSyncRequest{}}
+	// A full snapshot's pods are kept together, a delta's each alone (kept
+	// in a base, parts in chunks would keep each other alive).
+	full, alone := podwire.NewDecoder(n.requestPods, podSlowPath), podwire.NewDecoder(1, podSlowPath)
+	slab := make([]corev1.Pod, n.requestPods)
+	return eachField(b, isRequestOrDelta, unmarshalRun(r.msg), func(num protowire.Number, v []byte) error {
 		// The field may appear more than once: its messages merge, as
 		// UnmarshalVT merges them.
 		if num == streamPlanSyncRequestRequest {
-			if m.Request == nil {
-				m.Request = &jobplanev1.PlanSyncRequest{Pods: make([]*jobplanev1.Pod, 0, n.requestPods)}
+			if r.msg.Request == nil {
+				r.msg.Request = &jobplanev1.PlanSyncRequest{}
+				r.requestPods = make([]*corev1.Pod, 0, n.requestPods)
 			}
-			return d.request(v, m.Request)
+			return eachField(v, isPlanSyncRequestPods, unmarshalRun(r.msg.Request), func(_ protowire.Number, v []byte) error {
+				p := &slab[len(r.requestPods)]
+				r.requestPods = append(r.requestPods, p)
+				return full.Decode(v, p)
+			})
 		}
-		if m.Delta == nil {
-			m.Delta = &jobplanev1.PlanSyncDelta{UpsertedPods: make([]*jobplanev1.Pod, 0, n.deltaPods)}
+		if r.msg.Delta == nil {
+			r.msg.Delta = &jobplanev1.PlanSyncDelta{}
+			r.deltaPods = make([]*corev1.Pod, 0, n.deltaPods)
 		}
-		return d.delta(v, m.Delta)
+		return eachField(v, isPlanSyncDeltaPods, unmarshalRun(r.msg.Delta), func(_ protowire.Number, v []byte) error {
+			p := &corev1.Pod{}
+			r.deltaPods = append(r.deltaPods, p)
+			return alone.Decode(v, p)
+		})
 	})
+}
+
+// unmarshalRun merges a run of m's encoded fields into m, as the codec
+// decodes them.
+func unmarshalRun[M interface {
+	proto.Message
+	UnmarshalVT([]byte) error
+}](m M) func([]byte) error {
+	return func(b []byte) error {
+		if err := m.UnmarshalVT(b); err != nil {
+			return err
+		}
+		return grpcserver.CheckUTF8(b, m)
+	}
+}
+
+// podSlowPath decodes a pod podwire leaves to the codec.
+func podSlowPath(b []byte, m *jobplanev1.Pod) error { return grpcserver.Unmarshal(b, m) }
+
+// streamRequestOf is the streamRequest of a decoded message, its pods
+// converted.
+func streamRequestOf(m *jobplanev1.StreamPlanSyncRequest) *streamRequest {
+	r := &streamRequest{msg: m}
+	if full := m.GetRequest(); full != nil {
+		r.requestPods = convertPods(full.GetPods(), true)
+	}
+	if d := m.GetDelta(); d != nil {
+		r.deltaPods = convertPods(d.GetUpsertedPods(), false)
+	}
+	return r
 }
 
 func isRequestOrDelta(num protowire.Number) bool {

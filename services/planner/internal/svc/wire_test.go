@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -25,7 +26,51 @@ func checkDecodesAsUnmarshalVT(t testing.TB, b []byte) {
 	t.Helper()
 	var n podCounts
 	checkDecoder(t, b, decodePlanSyncRequest, n.request(b))
-	checkDecoder(t, b, decodeStreamPlanSyncRequest, n.stream(b))
+	checkStreamRequestDecoding(t, b)
+}
+
+// checkStreamRequestDecoding checks that b decodes as a streamRequest to
+// what the codec decodes as a StreamPlanSyncRequest, its pods converted
+// (streamRequestOf), or fails where the codec fails; and that what it
+// decodes aliases nothing of b.
+func checkStreamRequestDecoding(t testing.TB, b []byte) {
+	t.Helper()
+	m := &jobplanev1.StreamPlanSyncRequest{}
+	wantErr := grpcserver.Unmarshal(b, m)
+	in := bytes.Clone(b)
+	var got streamRequest
+	err := got.UnmarshalWire(in)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("decoding failed with %v, the codec with %v", err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	for i := range in {
+		in[i] = 0xff
+	}
+	want := streamRequestOf(m)
+	if !proto.Equal(withoutPods(got.msg), withoutPods(want.msg)) {
+		t.Fatalf("decoded %v, the codec %v", withoutPods(got.msg), withoutPods(want.msg))
+	}
+	if diff := cmp.Diff(want.requestPods, got.requestPods); diff != "" {
+		t.Fatalf("request pods differ (-codec +decoded):\n%s", diff)
+	}
+	if diff := cmp.Diff(want.deltaPods, got.deltaPods); diff != "" {
+		t.Fatalf("delta pods differ (-codec +decoded):\n%s", diff)
+	}
+}
+
+// withoutPods is a copy of m without its pods.
+func withoutPods(m *jobplanev1.StreamPlanSyncRequest) *jobplanev1.StreamPlanSyncRequest {
+	c := proto.Clone(m).(*jobplanev1.StreamPlanSyncRequest)
+	if c.Request != nil {
+		c.Request.Pods = nil
+	}
+	if c.Delta != nil {
+		c.Delta.UpsertedPods = nil
+	}
+	return c
 }
 
 func checkDecoder[M interface {
@@ -252,30 +297,47 @@ func FuzzDecodeStreamRequest(f *testing.F) {
 }
 
 // The codec decodes the planner's requests with its decoders (far fewer
-// allocations than UnmarshalVT), and still refuses invalid UTF-8.
+// allocations than UnmarshalVT and the conversion of its pods), and still
+// refuses invalid UTF-8.
 func TestCodecDecodesRequestsWithTheDecoders(t *testing.T) {
 	req := scaledRequest(t, 1000, 10)
 	b := marshal(t, &jobplanev1.StreamPlanSyncRequest{Id: "1", Request: req})
-	var got jobplanev1.StreamPlanSyncRequest
 	codec := grpcserver.Codec()
+	var got streamRequest
 	byCodec := testing.AllocsPerRun(5, func() {
 		if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &got); err != nil {
 			t.Fatal(err)
 		}
 	})
-	if !proto.Equal(got.GetRequest(), req) {
+	if !proto.Equal(got.msg.GetRequest(), withoutPods(&jobplanev1.StreamPlanSyncRequest{Request: req}).GetRequest()) || len(got.requestPods) != 1000 {
 		t.Fatal("the codec decoded another request")
 	}
 	byVT := testing.AllocsPerRun(5, func() {
-		got = jobplanev1.StreamPlanSyncRequest{}
-		if err := got.UnmarshalVT(b); err != nil {
+		m := &jobplanev1.StreamPlanSyncRequest{}
+		if err := m.UnmarshalVT(b); err != nil {
+			t.Fatal(err)
+		}
+		streamRequestOf(m)
+	})
+	if byCodec > byVT/3 {
+		t.Fatalf("the codec allocates %.0f times, UnmarshalVT and conversion %.0f: not the planner's decoder", byCodec, byVT)
+	}
+	t.Logf("allocations decoding 1,000 pods: %.0f by the codec, %.0f by UnmarshalVT and conversion", byCodec, byVT)
+
+	var unary jobplanev1.PlanSyncRequest
+	byCodec = testing.AllocsPerRun(5, func() {
+		if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(marshal(t, req))}, &unary); err != nil {
 			t.Fatal(err)
 		}
 	})
-	if byCodec > byVT*2/3 {
-		t.Fatalf("the codec allocates %.0f times, UnmarshalVT %.0f: not the planner's decoder", byCodec, byVT)
+	byVT = testing.AllocsPerRun(5, func() {
+		if err := (&jobplanev1.PlanSyncRequest{}).UnmarshalVT(marshal(t, req)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !proto.Equal(&unary, req) || byCodec > byVT*2/3 {
+		t.Fatalf("PlanSync: %.0f allocations by the codec, %.0f by UnmarshalVT: not the planner's decoder", byCodec, byVT)
 	}
-	t.Logf("allocations decoding 1,000 pods: %.0f by the codec, %.0f by UnmarshalVT", byCodec, byVT)
 
 	req = scaledRequest(t, 3, 0)
 	req.Pods[1].Metadata.Name = "@@"
@@ -283,7 +345,7 @@ func TestCodecDecodesRequestsWithTheDecoders(t *testing.T) {
 	if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &jobplanev1.PlanSyncRequest{}); err == nil {
 		t.Fatal("the codec accepted a pod's invalid UTF-8")
 	}
-	if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wrapped(streamPlanSyncRequestRequest, b))}, &jobplanev1.StreamPlanSyncRequest{}); err == nil {
+	if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wrapped(streamPlanSyncRequestRequest, b))}, &streamRequest{}); err == nil {
 		t.Fatal("the codec accepted a streamed pod's invalid UTF-8")
 	}
 }
@@ -296,18 +358,20 @@ func BenchmarkDecodeRequest(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			if err := decodeStreamPlanSyncRequest(data, &jobplanev1.StreamPlanSyncRequest{}); err != nil {
+			if err := (&streamRequest{}).UnmarshalWire(data); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	b.Run("decoder=UnmarshalVT", func(b *testing.B) {
+	b.Run("decoder=UnmarshalVT+conversion", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			if err := (&jobplanev1.StreamPlanSyncRequest{}).UnmarshalVT(data); err != nil {
+			m := &jobplanev1.StreamPlanSyncRequest{}
+			if err := m.UnmarshalVT(data); err != nil {
 				b.Fatal(err)
 			}
+			streamRequestOf(m)
 		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -27,12 +29,13 @@ const (
 
 // Snapshot checks that a PlanSync request describes a Job and its pods the
 // way an executor observing a cluster would: every violation is reported
-// with its path.
-func Snapshot(req *jobplanev1.PlanSyncRequest) apierr.Violations {
+// with its path. pods are the request's, converted (the planner decodes a
+// stream's pods straight into Kubernetes pods): its own are not read.
+func Snapshot(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod) apierr.Violations {
 	var v apierr.Violations
 	checkSync(req, "", &v)
 	jobUID := checkJob(req.GetJob(), &v)
-	checkPods(req.GetPods(), jobUID, req.GetJob().GetMetadata().GetNamespace(), "pods", &v)
+	checkPods(pods, jobUID, req.GetJob().GetMetadata().GetNamespace(), "pods", &v)
 	return v
 }
 
@@ -85,8 +88,9 @@ type Base struct {
 
 // Delta checks a delta against its base: the snapshot it stands for is
 // accepted exactly when Snapshot would accept it in full, except that the
-// Job may not change namespace. Paths start with "delta.".
-func Delta(d *jobplanev1.PlanSyncDelta, base Base) apierr.Violations {
+// Job may not change namespace. Paths start with "delta.". upserted are the
+// delta's upserted pods, converted.
+func Delta(d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod, base Base) apierr.Violations {
 	var v apierr.Violations
 	checkSync(d, "delta.", &v)
 	if d.GetJobUid() == "" {
@@ -106,10 +110,9 @@ func Delta(d *jobplanev1.PlanSyncDelta, base Base) apierr.Violations {
 			v.Add("delta.job.metadata.namespace", "Invalid value: %q: the base's Job is in namespace %q", ns, namespace)
 		}
 	}
-	upserted := d.GetUpsertedPods()
 	added := 0
 	for _, p := range upserted {
-		if !base.Holds(p.GetMetadata().GetUid()) {
+		if !base.Holds(string(p.UID)) {
 			added++
 		}
 	}
@@ -120,7 +123,7 @@ func Delta(d *jobplanev1.PlanSyncDelta, base Base) apierr.Violations {
 	checkPods(upserted, d.GetJobUid(), namespace, "delta.upsertedPods", &v)
 	upsertedUIDs := make(map[string]bool, len(upserted))
 	for _, p := range upserted {
-		upsertedUIDs[p.GetMetadata().GetUid()] = true
+		upsertedUIDs[string(p.UID)] = true
 	}
 	removed := make(map[string]bool, len(d.GetRemovedPodUids()))
 	for i, uid := range d.GetRemovedPodUids() {
@@ -224,40 +227,41 @@ func checkJob(job *jobplanev1.Job, v *apierr.Violations) string {
 	return meta.GetUid()
 }
 
-func checkPods(pods []*jobplanev1.Pod, jobUID, namespace, field string, v *apierr.Violations) {
+func checkPods(pods []*corev1.Pod, jobUID, namespace, field string, v *apierr.Violations) {
 	if len(pods) > MaxPods {
 		v.Add(field, "Too many: %d: must have at most %d items", len(pods), MaxPods)
 		return
 	}
-	seen := make(map[string]int, len(pods))
+	seen := make(map[types.UID]int, len(pods))
 	for i, p := range pods {
 		// Paths are built only for violations: this loop runs on every pod
 		// of every snapshot.
 		path := func(name string) string { return fmt.Sprintf("%s[%d].metadata.%s", field, i, name) }
-		meta := p.GetMetadata()
-		if meta.GetName() == "" {
+		if p.Name == "" {
 			v.Add(path("name"), "Required value")
 		}
-		if uid := meta.GetUid(); uid == "" {
+		if uid := p.UID; uid == "" {
 			v.Add(path("uid"), "Required value")
 		} else if first, dup := seen[uid]; dup {
 			v.Add(path("uid"), "Duplicate value: %q (also %s[%d])", uid, field, first)
 		} else {
 			seen[uid] = i
 		}
-		if ns := meta.GetNamespace(); ns != "" && namespace != "" && ns != namespace {
+		if ns := p.Namespace; ns != "" && namespace != "" && ns != namespace {
 			v.Add(path("namespace"), "Invalid value: %q: the Job is in namespace %q", ns, namespace)
 		}
-		if jobUID != "" && !controlledBy(meta, jobUID) {
+		if jobUID != "" && !controlledBy(p, jobUID) {
 			v.Add(path("ownerReferences"), "Invalid value: the pod has no controller owner reference to the Job (uid %s)", jobUID)
 		}
 	}
 }
 
-func controlledBy(meta *jobplanev1.ObjectMeta, uid string) bool {
-	for _, ref := range meta.GetOwnerReferences() {
-		if ref.GetController() {
-			return ref.GetUid() == uid
+// controlledBy: the pod's first controller owner reference, as the
+// reference's metav1.GetControllerOf reads it, names the Job.
+func controlledBy(p *corev1.Pod, uid string) bool {
+	for _, ref := range p.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			return string(ref.UID) == uid
 		}
 	}
 	return false

@@ -1,0 +1,510 @@
+// Package podwire decodes the contract's pods (jobplane.v1.Pod, protobuf
+// wire format) straight into the Kubernetes pods the sync reads, without
+// the generated messages in between: the pods of a snapshot are most of a
+// request, and building each pod twice (message, then corev1.Pod) was most
+// of the planner's cost at scale.
+//
+// A pod decodes to exactly what vtprotobuf's decoder (with the codec's
+// UTF-8 check) and kubeconv.KubePodConverter with SkipContainers give: the
+// fast path takes the encoding our encoders write (each field known, each
+// singular message at most once, valid UTF-8); anything else is decoded by
+// that slow path, errors included.
+package podwire
+
+import (
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/chunk"
+	"github.com/jobplane/jobplane/lib/kubeconv"
+)
+
+// Decoder decodes pods, their parts taken from chunks (NewDecoder). A pod's
+// strings are views of its own copy of its bytes: a pod kept for long pins
+// its own bytes, never the request's.
+type Decoder struct {
+	// Slow decodes a pod the fast path does not take: the generated
+	// message's decoder and the codec's checks (grpcserver.UnmarshalVT).
+	Slow func(b []byte, m *jobplanev1.Pod) error
+
+	refs       chunk.Of[metav1.OwnerReference]
+	conditions chunk.Of[corev1.PodCondition]
+	containers chunk.Of[corev1.Container]
+	statuses   chunk.Of[corev1.ContainerStatus]
+	waiting    chunk.Of[corev1.ContainerStateWaiting]
+	running    chunk.Of[corev1.ContainerStateRunning]
+	terminated chunk.Of[corev1.ContainerStateTerminated]
+	times      chunk.Of[metav1.Time]
+	bools      chunk.Of[bool]
+	int64s     chunk.Of[int64]
+	strings    chunk.Of[string]
+	converter  *kubeconv.KubePodConverter
+}
+
+// NewDecoder is a decoder whose chunks hold the parts of n typical pods.
+func NewDecoder(n int, slow func([]byte, *jobplanev1.Pod) error) *Decoder {
+	d := &Decoder{Slow: slow, converter: kubeconv.NewKubePodConverter(n)}
+	d.converter.SkipContainers = true
+	d.refs.Size, d.conditions.Size, d.statuses.Size = n, n, n
+	d.running.Size, d.terminated.Size, d.times.Size, d.bools.Size = n, n, n, 2*n
+	return d
+}
+
+// Decode decodes an encoded pod into out, overwriting it.
+func (d *Decoder) Decode(b []byte, out *corev1.Pod) error {
+	*out = corev1.Pod{}
+	own := make([]byte, len(b))
+	copy(own, b)
+	if d.pod(own, out) {
+		return nil
+	}
+	var m jobplanev1.Pod
+	if err := d.Slow(b, &m); err != nil {
+		*out = corev1.Pod{}
+		return err
+	}
+	d.converter.IntoKube(&m, out)
+	return nil
+}
+
+// field is one field of a message being read.
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	// bytes of a length-delimited field; varint of a varint field.
+	bytes  []byte
+	varint uint64
+}
+
+// fields calls f with each field of the encoded message b, until f returns
+// false; false when b is not read through (malformed, or f refused).
+func fields(b []byte, f func(field) bool) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		fl := field{num: num, typ: typ}
+		switch typ {
+		case protowire.BytesType:
+			fl.bytes, n = protowire.ConsumeBytes(b)
+		case protowire.VarintType:
+			fl.varint, n = protowire.ConsumeVarint(b)
+		default:
+			return false
+		}
+		if n < 0 || !f(fl) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+// str is a string field's value, a view of the pod's own bytes; false
+// unless length-delimited and valid UTF-8.
+func (f field) str() (string, bool) {
+	if f.typ != protowire.BytesType || !utf8.Valid(f.bytes) {
+		return "", false
+	}
+	if len(f.bytes) == 0 {
+		return "", true
+	}
+	return unsafe.String(unsafe.SliceData(f.bytes), len(f.bytes)), true
+}
+
+// msg is a message field's bytes; false unless length-delimited.
+func (f field) msg() ([]byte, bool) { return f.bytes, f.typ == protowire.BytesType }
+
+// num is a varint field's value; false unless a varint.
+func (f field) num64() (uint64, bool) { return f.varint, f.typ == protowire.VarintType }
+
+// once marks a singular message field as met; false the second time (a
+// repeated singular message merges: the slow path's business).
+func once(seen *uint32, num protowire.Number) bool {
+	bit := uint32(1) << num
+	if *seen&bit != 0 {
+		return false
+	}
+	*seen |= bit
+	return true
+}
+
+// setStr stores a string field into dst.
+func setStr(f field, dst *string) bool {
+	s, ok := f.str()
+	*dst = s
+	return ok
+}
+
+func (d *Decoder) pod(b []byte, out *corev1.Pod) bool {
+	var seen uint32
+	return fields(b, func(f field) bool {
+		switch f.num {
+		case 1:
+			return setStr(f, &out.APIVersion)
+		case 2:
+			return setStr(f, &out.Kind)
+		case 3, 4, 5:
+			v, ok := f.msg()
+			if !ok || !once(&seen, f.num) {
+				return false
+			}
+			switch f.num {
+			case 3:
+				return d.meta(v, &out.ObjectMeta)
+			case 4:
+				return d.spec(v, &out.Spec)
+			}
+			return d.status(v, &out.Status)
+		}
+		return false
+	})
+}
+
+func (d *Decoder) meta(b []byte, out *metav1.ObjectMeta) bool {
+	var seen uint32
+	return fields(b, func(f field) bool {
+		switch f.num {
+		case 1:
+			return setStr(f, &out.Name)
+		case 2:
+			return setStr(f, &out.GenerateName)
+		case 3:
+			return setStr(f, &out.Namespace)
+		case 4:
+			s, ok := f.str()
+			out.UID = types.UID(s)
+			return ok
+		case 5:
+			v, ok := f.num64()
+			out.Generation = int64(v)
+			return ok
+		case 6:
+			return setStr(f, &out.ResourceVersion)
+		case 7:
+			return mapEntry(f, &out.Labels)
+		case 8:
+			return mapEntry(f, &out.Annotations)
+		case 9:
+			v, ok := f.msg()
+			if !ok {
+				return false
+			}
+			out.OwnerReferences = d.refs.Append(out.OwnerReferences)
+			return d.ownerReference(v, &out.OwnerReferences[len(out.OwnerReferences)-1])
+		case 10:
+			s, ok := f.str()
+			out.Finalizers = d.strings.Append(out.Finalizers)
+			out.Finalizers[len(out.Finalizers)-1] = s
+			return ok
+		case 11, 12:
+			v, ok := f.msg()
+			if !ok || !once(&seen, f.num) {
+				return false
+			}
+			if f.num == 11 {
+				return timestamp(v, &out.CreationTimestamp)
+			}
+			out.DeletionTimestamp = d.times.One()
+			return timestamp(v, out.DeletionTimestamp)
+		case 13:
+			v, ok := f.num64()
+			if out.DeletionGracePeriodSeconds == nil {
+				out.DeletionGracePeriodSeconds = d.int64s.One()
+			}
+			*out.DeletionGracePeriodSeconds = int64(v)
+			return ok
+		}
+		return false
+	})
+}
+
+// mapEntry adds a map<string, string> entry to m, made on the first.
+func mapEntry(f field, m *map[string]string) bool {
+	v, ok := f.msg()
+	if !ok {
+		return false
+	}
+	var key, value string
+	ok = fields(v, func(f field) bool {
+		switch f.num {
+		case 1:
+			return setStr(f, &key)
+		case 2:
+			return setStr(f, &value)
+		}
+		return false
+	})
+	if *m == nil {
+		*m = make(map[string]string, 1)
+	}
+	(*m)[key] = value
+	return ok
+}
+
+func (d *Decoder) ownerReference(b []byte, out *metav1.OwnerReference) bool {
+	return fields(b, func(f field) bool {
+		switch f.num {
+		case 1:
+			return setStr(f, &out.APIVersion)
+		case 2:
+			return setStr(f, &out.Kind)
+		case 3:
+			return setStr(f, &out.Name)
+		case 4:
+			s, ok := f.str()
+			out.UID = types.UID(s)
+			return ok
+		case 5, 6:
+			v, ok := f.num64()
+			p := &out.Controller
+			if f.num == 6 {
+				p = &out.BlockOwnerDeletion
+			}
+			if *p == nil {
+				*p = d.bools.One()
+			}
+			**p = v != 0
+			return ok
+		}
+		return false
+	})
+}
+
+func (d *Decoder) spec(b []byte, out *corev1.PodSpec) bool {
+	return fields(b, func(f field) bool {
+		switch f.num {
+		case 1:
+			return setStr(f, &out.NodeName)
+		case 2:
+			s, ok := f.str()
+			out.RestartPolicy = corev1.RestartPolicy(s)
+			return ok
+		case 3: // the sync reads no container: checked, left out
+			v, ok := f.msg()
+			var skipped corev1.Container
+			return ok && d.container(v, &skipped)
+		case 4:
+			v, ok := f.msg()
+			if !ok {
+				return false
+			}
+			out.InitContainers = d.containers.Append(out.InitContainers)
+			return d.container(v, &out.InitContainers[len(out.InitContainers)-1])
+		}
+		return false
+	})
+}
+
+func (d *Decoder) container(b []byte, out *corev1.Container) bool {
+	return fields(b, func(f field) bool {
+		switch f.num {
+		case 1:
+			return setStr(f, &out.Name)
+		case 2:
+			s, ok := f.str()
+			if out.RestartPolicy == nil {
+				out.RestartPolicy = (*corev1.ContainerRestartPolicy)(d.strings.One())
+			}
+			*out.RestartPolicy = corev1.ContainerRestartPolicy(s)
+			return ok
+		}
+		return false
+	})
+}
+
+func (d *Decoder) status(b []byte, out *corev1.PodStatus) bool {
+	var seen uint32
+	return fields(b, func(f field) bool {
+		switch f.num {
+		case 1:
+			s, ok := f.str()
+			out.Phase = corev1.PodPhase(s)
+			return ok
+		case 2:
+			v, ok := f.msg()
+			if !ok {
+				return false
+			}
+			out.Conditions = d.conditions.Append(out.Conditions)
+			return condition(v, &out.Conditions[len(out.Conditions)-1])
+		case 3:
+			return setStr(f, &out.Message)
+		case 4:
+			return setStr(f, &out.Reason)
+		case 5:
+			v, ok := f.msg()
+			if !ok || !once(&seen, f.num) {
+				return false
+			}
+			out.StartTime = d.times.One()
+			return timestamp(v, out.StartTime)
+		case 6, 7:
+			v, ok := f.msg()
+			if !ok {
+				return false
+			}
+			list := &out.ContainerStatuses
+			if f.num == 6 {
+				list = &out.InitContainerStatuses
+			}
+			*list = d.statuses.Append(*list)
+			return d.containerStatus(v, &(*list)[len(*list)-1])
+		}
+		return false
+	})
+}
+
+func condition(b []byte, out *corev1.PodCondition) bool {
+	var seen uint32
+	return fields(b, func(f field) bool {
+		switch f.num {
+		case 1:
+			s, ok := f.str()
+			out.Type = corev1.PodConditionType(s)
+			return ok
+		case 2:
+			s, ok := f.str()
+			out.Status = corev1.ConditionStatus(s)
+			return ok
+		case 3, 4:
+			v, ok := f.msg()
+			if !ok || !once(&seen, f.num) {
+				return false
+			}
+			if f.num == 3 {
+				return timestamp(v, &out.LastProbeTime)
+			}
+			return timestamp(v, &out.LastTransitionTime)
+		case 5:
+			return setStr(f, &out.Reason)
+		case 6:
+			return setStr(f, &out.Message)
+		}
+		return false
+	})
+}
+
+func (d *Decoder) containerStatus(b []byte, out *corev1.ContainerStatus) bool {
+	var seen uint32
+	return fields(b, func(f field) bool {
+		switch f.num {
+		case 1:
+			return setStr(f, &out.Name)
+		case 2:
+			v, ok := f.num64()
+			out.Ready = v != 0
+			return ok
+		case 3:
+			v, ok := f.num64()
+			out.RestartCount = int32(v)
+			return ok
+		case 4:
+			v, ok := f.msg()
+			return ok && once(&seen, f.num) && d.containerState(v, &out.State)
+		}
+		return false
+	})
+}
+
+func (d *Decoder) containerState(b []byte, out *corev1.ContainerState) bool {
+	var seen uint32
+	return fields(b, func(f field) bool {
+		v, ok := f.msg()
+		if !ok || !once(&seen, f.num) {
+			return false
+		}
+		switch f.num {
+		case 1:
+			out.Waiting = d.waiting.One()
+			return waiting(v, out.Waiting)
+		case 2:
+			out.Running = d.running.One()
+			return running(v, out.Running)
+		case 3:
+			out.Terminated = d.terminated.One()
+			return terminated(v, out.Terminated)
+		}
+		return false
+	})
+}
+
+func waiting(b []byte, out *corev1.ContainerStateWaiting) bool {
+	return fields(b, func(f field) bool {
+		switch f.num {
+		case 1:
+			return setStr(f, &out.Reason)
+		case 2:
+			return setStr(f, &out.Message)
+		}
+		return false
+	})
+}
+
+func running(b []byte, out *corev1.ContainerStateRunning) bool {
+	var seen uint32
+	return fields(b, func(f field) bool {
+		v, ok := f.msg()
+		return f.num == 1 && ok && once(&seen, f.num) && timestamp(v, &out.StartedAt)
+	})
+}
+
+func terminated(b []byte, out *corev1.ContainerStateTerminated) bool {
+	var seen uint32
+	return fields(b, func(f field) bool {
+		switch f.num {
+		case 1, 2:
+			v, ok := f.num64()
+			if f.num == 1 {
+				out.ExitCode = int32(v)
+			} else {
+				out.Signal = int32(v)
+			}
+			return ok
+		case 3:
+			return setStr(f, &out.Reason)
+		case 4:
+			return setStr(f, &out.Message)
+		case 5, 6:
+			v, ok := f.msg()
+			if !ok || !once(&seen, f.num) {
+				return false
+			}
+			if f.num == 5 {
+				return timestamp(v, &out.StartedAt)
+			}
+			return timestamp(v, &out.FinishedAt)
+		case 7:
+			return setStr(f, &out.ContainerID)
+		}
+		return false
+	})
+}
+
+// timestamp decodes a google.protobuf.Timestamp as kubeconv converts it.
+func timestamp(b []byte, out *metav1.Time) bool {
+	var seconds, nanos uint64
+	ok := fields(b, func(f field) bool {
+		v, ok := f.num64()
+		switch f.num {
+		case 1:
+			seconds = v
+		case 2:
+			nanos = v
+		default:
+			return false
+		}
+		return ok
+	})
+	*out = metav1.NewTime(time.Unix(int64(seconds), int64(int32(nanos))).UTC())
+	return ok
+}
