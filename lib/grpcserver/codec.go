@@ -53,6 +53,17 @@ func Codec() encoding.CodecV2 { return deterministicCodec{} }
 func CallCodec() grpc.CallOption { return grpc.ForceCodecV2(deterministicCodec{}) }
 
 func (deterministicCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if w, ok := v.(WireMarshaler); ok {
+		parts, err := w.MarshalWire()
+		if err != nil {
+			return nil, err
+		}
+		out := make(mem.BufferSlice, len(parts))
+		for i, p := range parts {
+			out[i] = mem.SliceBuffer(p)
+		}
+		return out, nil
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("cannot marshal %T: not a proto message", v)
@@ -343,6 +354,14 @@ func Unmarshal(b []byte, m proto.Message) error {
 // run of its fields): nil when every proto3 string in it is valid UTF-8.
 func CheckUTF8(b []byte, m proto.Message) error {
 	return validUTF8(b, m.ProtoReflect().Descriptor())
+}
+
+// WireMarshaler is a value the codec has encode itself: a client sending a
+// message it writes straight from other types than its generated ones (the
+// executor writes pods straight from Kubernetes pods). The concatenated
+// parts are the message's encoding.
+type WireMarshaler interface {
+	MarshalWire() ([][]byte, error)
 }
 
 // WireUnmarshaler is a value the codec has decode itself from the wire

@@ -315,7 +315,7 @@ func allFields(md protoreflect.MessageDescriptor, seen map[protoreflect.FullName
 	return out
 }
 
-func readFile(t *testing.T, name string) []byte {
+func readFile(t testing.TB, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {

@@ -18,15 +18,21 @@ import (
 // spares a JSON round trip of the whole PodSpec on every sync; of the pods it
 // leaves out the labels, which the sync semantics do not read either.
 func NewRequest(job *batchv1.Job, pods []*corev1.Pod, state State, now time.Time, finalizer string) *jobplanev1.PlanSyncRequest {
-	req := &jobplanev1.PlanSyncRequest{
-		Job:               snapshotJob(job),
-		Pods:              make([]*jobplanev1.Pod, len(pods)),
-		Now:               timestamppb.New(now),
-		TrackingFinalizer: finalizer,
-	}
+	req := newRequest(job, state, now, finalizer)
+	req.Pods = make([]*jobplanev1.Pod, len(pods))
 	c := newPodConverter(len(pods))
 	for i, p := range pods {
 		req.Pods[i] = c.FromKube(p)
+	}
+	return req
+}
+
+// newRequest is NewRequest without the pods.
+func newRequest(job *batchv1.Job, state State, now time.Time, finalizer string) *jobplanev1.PlanSyncRequest {
+	req := &jobplanev1.PlanSyncRequest{
+		Job:               snapshotJob(job),
+		Now:               timestamppb.New(now),
+		TrackingFinalizer: finalizer,
 	}
 	req.Expectations, req.BackoffRecord, req.FinalizerRemovalsInFlight = stateToProto(state)
 	return req

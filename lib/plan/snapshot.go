@@ -63,6 +63,16 @@ func (s *Snapshot) Record(id string) *Sent {
 // ID, which the caller sets to the delta's request id once the planner
 // planned it; the caller forgets base if the planner did not.
 func (s *Snapshot) Delta(base *Sent) *jobplanev1.PlanSyncDelta {
+	d, upserted := s.delta(base)
+	c := newPodConverter(len(upserted))
+	for _, p := range upserted {
+		d.UpsertedPods = append(d.UpsertedPods, c.FromKube(p))
+	}
+	return d
+}
+
+// delta is Delta without its upserted pods, and those pods.
+func (s *Snapshot) delta(base *Sent) (*jobplanev1.PlanSyncDelta, []*corev1.Pod) {
 	d := &jobplanev1.PlanSyncDelta{
 		BaseId:            base.ID,
 		JobUid:            string(s.Job.UID),
@@ -84,10 +94,6 @@ func (s *Snapshot) Delta(base *Sent) *jobplanev1.PlanSyncDelta {
 		}
 		base.pods[p.UID] = sentPod{resourceVersion: p.ResourceVersion, mark: mark}
 	}
-	c := newPodConverter(len(upserted))
-	for _, p := range upserted {
-		d.UpsertedPods = append(d.UpsertedPods, c.FromKube(p))
-	}
 	if len(base.pods) > len(s.Pods) {
 		for uid, p := range base.pods {
 			if p.mark != mark {
@@ -96,7 +102,7 @@ func (s *Snapshot) Delta(base *Sent) *jobplanev1.PlanSyncDelta {
 			}
 		}
 	}
-	return d
+	return d, upserted
 }
 
 // stateToProto is the executor's state as the request carries it.

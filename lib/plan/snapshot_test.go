@@ -1,7 +1,10 @@
 package plan
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -142,8 +145,11 @@ func TestDeltaAppliedToItsBaseIsTheFullSnapshot(t *testing.T) {
 			}
 			continue
 		}
+		checkWireRequest(t, s, id, want)
+		before := cloneSent(base)
 		d := s.Delta(base)
 		base.ID = id
+		checkWireDelta(t, s, id, before, d)
 		for _, p := range d.GetUpsertedPods() {
 			if !changes[p.GetMetadata().GetUid()] {
 				t.Errorf("step %d: pod %s upserted, unchanged", step, p.GetMetadata().GetUid())
@@ -180,4 +186,53 @@ func TestRequestsCarryNoPodLabels(t *testing.T) {
 	if p.Labels["app"] != "x" || p2.Labels["app"] != "x" {
 		t.Error("the executor's pods lost their labels")
 	}
+}
+
+// checkWireRequest checks that the snapshot's WireRequest is the encoding
+// of the request want.
+func checkWireRequest(t *testing.T, s *Snapshot, id string, want *jobplanev1.PlanSyncRequest) {
+	t.Helper()
+	w, err := s.WireRequest(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&jobplanev1.StreamPlanSyncRequest{Id: id, Request: want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(w.Bytes(), b) {
+		t.Fatalf("WireRequest wrote\n%q\nthe request encodes as\n%q", w.Bytes(), b)
+	}
+}
+
+// checkWireDelta checks that the snapshot's WireDelta against base is
+// want, the Delta against a copy of base, removed pods in any order.
+func checkWireDelta(t *testing.T, s *Snapshot, id string, base *Sent, want *jobplanev1.PlanSyncDelta) {
+	t.Helper()
+	w, err := s.WireDelta(id, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got jobplanev1.StreamPlanSyncRequest
+	if err := proto.Unmarshal(w.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want = proto.Clone(want).(*jobplanev1.PlanSyncDelta)
+	slices.Sort(want.RemovedPodUids)
+	slices.Sort(got.Delta.RemovedPodUids)
+	if got.GetId() != id || !proto.Equal(got.GetDelta(), want) {
+		t.Fatalf("WireDelta decodes as\n%v\nthe delta is\n%v", &got, want)
+	}
+	if len(want.RemovedPodUids) == 0 { // one order: the same bytes
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&jobplanev1.StreamPlanSyncRequest{Id: id, Delta: want})
+		if err != nil || !bytes.Equal(w.Bytes(), b) {
+			t.Fatalf("WireDelta wrote\n%q\nthe delta encodes as\n%q", w.Bytes(), b)
+		}
+	}
+}
+
+func cloneSent(b *Sent) *Sent {
+	c := *b
+	c.pods = maps.Clone(b.pods)
+	return &c
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/grpcserver"
 	libplan "github.com/jobplane/jobplane/lib/plan"
 )
 
@@ -118,7 +119,7 @@ func (c *Client) Plan(ctx context.Context, req *jobplanev1.PlanSyncRequest) (*jo
 	}
 	// The planner now holds this snapshot of the Job, not the one recorded.
 	s.takeBase(types.UID(req.GetJob().GetMetadata().GetUid()))
-	return c.exchange(ctx, s, &jobplanev1.StreamPlanSyncRequest{Id: id, Request: req})
+	return c.exchange(ctx, s, id, &jobplanev1.StreamPlanSyncRequest{Id: id, Request: req})
 }
 
 // PlanSnapshot returns the planner's plan for snap, sent as a delta against
@@ -135,8 +136,11 @@ func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*job
 	// concurrent sync of the same Job sends in full.
 	base := s.takeBase(uid)
 	if base != nil {
-		d := snap.Delta(base)
-		p, err := c.exchange(ctx, s, &jobplanev1.StreamPlanSyncRequest{Id: id, Delta: d})
+		d, err := snap.WireDelta(id, base)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "encoding the delta: %v", err)
+		}
+		p, err := c.exchange(ctx, s, id, d)
 		if err == nil {
 			base.ID = id
 			s.putBase(uid, base, p)
@@ -150,7 +154,11 @@ func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*job
 			return nil, err
 		}
 	}
-	p, err := c.exchange(ctx, s, &jobplanev1.StreamPlanSyncRequest{Id: id, Request: snap.Request()})
+	req, err := snap.WireRequest(id)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "encoding the snapshot: %v", err)
+	}
+	p, err := c.exchange(ctx, s, id, req)
 	if err == nil {
 		s.putBase(uid, snap.Record(id), p)
 	}
@@ -175,15 +183,15 @@ func baseUnknown(err error) bool {
 	return false
 }
 
-// exchange sends msg on s and waits for its answer.
-func (c *Client) exchange(ctx context.Context, s *stream, msg *jobplanev1.StreamPlanSyncRequest) (*jobplanev1.SyncPlan, error) {
-	id := msg.GetId()
+// exchange sends msg, the request id (a StreamPlanSyncRequest, or one
+// encoded: libplan.WireRequest), on s and waits for its answer.
+func (c *Client) exchange(ctx context.Context, s *stream, id string, msg any) (*jobplanev1.SyncPlan, error) {
 	ch := make(chan result, 1)
 	if err := s.register(id, ch); err != nil {
 		return nil, err
 	}
 	s.sendMu.Lock()
-	err := s.call.Send(msg)
+	err := s.call.SendMsg(msg)
 	s.sendMu.Unlock()
 	if err != nil {
 		c.broken(s, err)
@@ -221,7 +229,9 @@ func (c *Client) open() (*stream, string, error) {
 	// worker (they wait on c.mu) longer than openTimeout.
 	ctx, cancel := context.WithCancel(context.Background())
 	timer := time.AfterFunc(openTimeout, cancel)
-	call, err := c.planner.StreamPlanSync(ctx)
+	// The chassis' codec sends the requests written straight from the
+	// Kubernetes objects (libplan.WireRequest).
+	call, err := c.planner.StreamPlanSync(ctx, grpcserver.CallCodec())
 	if !timer.Stop() && err == nil {
 		err = fmt.Errorf("opening the stream took more than %s", openTimeout)
 	}

@@ -31,12 +31,20 @@ func snapshotOf(s scalestate.State) *plan.Snapshot {
 	return &plan.Snapshot{Job: s.Job, Pods: s.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}
 }
 
+// wire is the encoded request, or the benchmark's end.
+func wire(w *plan.WireRequest, err error) *plan.WireRequest {
+	if err != nil {
+		panic(err)
+	}
+	return w
+}
+
 // BenchmarkScale is the round trip an executor pays for one sync of
 // scalestate's Job over a loopback StreamPlanSync stream to the planner:
-// building the request from the Kubernetes objects (plan.Snapshot), the
-// call (client marshal, server unmarshal, conversion, engine, response
-// marshal, client unmarshal) and reading the plan (plan.FromProto). mode=full
-// sends every sync in full (the Job after 1% of its pods succeeded); mode=
+// encoding the request from the Kubernetes objects (plan.Snapshot's
+// WireRequest or WireDelta, as plannerclient does), the call (server
+// decoding, engine, response marshal, client unmarshal) and reading the
+// plan (plan.FromProto). mode=full sends every sync in full (the Job after 1% of its pods succeeded); mode=
 // delta-P% alternates between the Job before and after P% of its pods
 // succeeded (and a new resourceVersion of the Job, as after a status write),
 // each sync a delta against the one before. Allocations count both sides.
@@ -80,8 +88,8 @@ func BenchmarkScale(b *testing.B) {
 				states := []*plan.Snapshot{snapshotOf(changed), snapshotOf(base)}
 				var sent *plan.Sent
 				next := 0
-				call := func(msg *jobplanev1.StreamPlanSyncRequest) (*jobplanev1.SyncPlan, int) {
-					if err := stream.Send(msg); err != nil {
+				call := func(msg *plan.WireRequest) (*jobplanev1.SyncPlan, int) {
+					if err := stream.SendMsg(msg); err != nil {
 						b.Fatal(err)
 					}
 					resp, err := stream.Recv()
@@ -93,7 +101,7 @@ func BenchmarkScale(b *testing.B) {
 				if mode.delta { // the first sync, in full, untimed
 					next++
 					snap := states[1]
-					call(&jobplanev1.StreamPlanSyncRequest{Id: strconv.Itoa(next), Request: snap.Request()})
+					call(wire(snap.WireRequest(strconv.Itoa(next))))
 					sent = snap.Record(strconv.Itoa(next))
 				}
 				var reqBytes, respBytes int
@@ -102,19 +110,19 @@ func BenchmarkScale(b *testing.B) {
 				for i := range b.N {
 					next++
 					id := strconv.Itoa(next)
-					var msg *jobplanev1.StreamPlanSyncRequest
+					var msg *plan.WireRequest
 					if mode.delta {
-						msg = &jobplanev1.StreamPlanSyncRequest{Id: id, Delta: states[i%2].Delta(sent)}
+						msg = wire(states[i%2].WireDelta(id, sent))
 						sent.ID = id
 					} else {
-						msg = &jobplanev1.StreamPlanSyncRequest{Id: id, Request: states[0].Request()}
+						msg = wire(states[0].WireRequest(id))
 					}
 					p, size := call(msg)
 					if _, err := plan.FromProto(p, "plan"); err != nil {
 						b.Fatal(err)
 					}
 					if i == 0 {
-						reqBytes, respBytes = proto.Size(msg), size
+						reqBytes, respBytes = len(msg.Bytes()), size
 					}
 				}
 				b.ReportMetric(float64(reqBytes), "req-bytes")

@@ -1,0 +1,95 @@
+package kubeconv_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/kubeconv"
+)
+
+// checkAppendPod checks that AppendPod writes the deterministic encoding of
+// the pod's converted message, with and without labels.
+func checkAppendPod(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	for _, labels := range []bool{true, false} {
+		m := kubeconv.PodFromKube(p)
+		if !labels {
+			m = kubeconv.PodFromKubeWithoutLabels(p)
+		}
+		body, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := protowire.AppendBytes(protowire.AppendTag([]byte("x"), 7, protowire.BytesType), body)
+		if got := kubeconv.AppendPod([]byte("x"), 7, p, labels); !bytes.Equal(got, want) {
+			t.Fatalf("labels %v: AppendPod wrote\n%q\nthe message encodes as\n%q", labels, got, want)
+		}
+	}
+}
+
+func TestAppendPodIsTheMessagesEncoding(t *testing.T) {
+	for _, name := range podFiles {
+		var p corev1.Pod
+		if err := json.Unmarshal(readFile(t, name), &p); err != nil {
+			t.Fatal(err)
+		}
+		checkAppendPod(t, &p)
+	}
+	long := make([]byte, 20_000) // lengths of one, two and three bytes
+	for i := range long {
+		long[i] = 'a'
+	}
+	odd := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "p", GenerateName: "g-", Generation: -3, Finalizers: []string{"", "f"},
+			Labels: map[string]string{"": "", "b": string(long[:200]), "a": "1"}, Annotations: map[string]string{"k": ""},
+			OwnerReferences: []metav1.OwnerReference{{Controller: ptr.To(false)}, {UID: "u", BlockOwnerDeletion: ptr.To(true)}},
+			DeletionTimestamp: &metav1.Time{}, DeletionGracePeriodSeconds: ptr.To(int64(0)),
+		},
+		Spec: corev1.PodSpec{
+			Containers:     []corev1.Container{{}, {Name: "c"}},
+			InitContainers: []corev1.Container{{Name: "s", RestartPolicy: ptr.To(corev1.ContainerRestartPolicy(""))}},
+		},
+		Status: corev1.PodStatus{
+			Message: string(long),
+			Conditions: []corev1.PodCondition{{}, {Type: "Ready", LastProbeTime: metav1.Unix(-5, 7)}},
+			ContainerStatuses: []corev1.ContainerStatus{{}, {RestartCount: -1, State: corev1.ContainerState{
+				Waiting:    &corev1.ContainerStateWaiting{},
+				Running:    &corev1.ContainerStateRunning{},
+				Terminated: &corev1.ContainerStateTerminated{ExitCode: -2, Signal: 9, FinishedAt: metav1.Unix(1, 999_999_999)},
+			}}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "s", Ready: true}},
+		},
+	}
+	checkAppendPod(t, odd)
+	checkAppendPod(t, &corev1.Pod{})
+}
+
+// FuzzAppendPod: every pod the contract can carry (decoded from arbitrary
+// bytes, converted) is written as its message encodes.
+func FuzzAppendPod(f *testing.F) {
+	for _, name := range podFiles {
+		var p corev1.Pod
+		if err := json.Unmarshal(readFile(f, name), &p); err != nil {
+			f.Fatal(err)
+		}
+		b, _ := proto.Marshal(kubeconv.PodFromKube(&p))
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m jobplanev1.Pod
+		if proto.Unmarshal(b, &m) != nil {
+			return
+		}
+		checkAppendPod(t, kubeconv.PodToKube(&m))
+	})
+}

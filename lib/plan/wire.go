@@ -1,0 +1,84 @@
+package plan
+
+import (
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/kubeconv"
+)
+
+// Field numbers of the messages WireRequest writes around its pods.
+const (
+	streamRequestID      protowire.Number = 1 // StreamPlanSyncRequest.id
+	streamRequestRequest protowire.Number = 2 // StreamPlanSyncRequest.request
+	streamRequestDelta   protowire.Number = 3 // StreamPlanSyncRequest.delta
+	requestPods          protowire.Number = 2 // PlanSyncRequest.pods
+	deltaUpsertedPods    protowire.Number = 4 // PlanSyncDelta.upserted_pods
+)
+
+// WireRequest is a StreamPlanSync request encoded for the wire, its pods
+// written straight from the Kubernetes pods (kubeconv.AppendPod) rather than
+// converted to messages and then encoded: the bytes of the request as
+// protobuf-go's deterministic marshaling writes it. It is what the
+// executor sends (a grpcserver.WireMarshaler).
+type WireRequest struct {
+	parts [][]byte
+}
+
+// MarshalWire returns the encoded request, in parts.
+func (w *WireRequest) MarshalWire() ([][]byte, error) { return w.parts, nil }
+
+// Bytes is the encoded request, whole.
+func (w *WireRequest) Bytes() []byte {
+	var b []byte
+	for _, p := range w.parts {
+		b = append(b, p...)
+	}
+	return b
+}
+
+// WireRequest is the snapshot in full as the StreamPlanSync request id.
+func (s *Snapshot) WireRequest(id string) (*WireRequest, error) {
+	req := newRequest(s.Job, s.State, s.Now, s.Finalizer)
+	// Fields in number order: the Job (1), the pods (2), the others.
+	job, rest := &jobplanev1.PlanSyncRequest{Job: req.Job}, req
+	rest.Job = nil
+	return wireRequest(id, streamRequestRequest, job, requestPods, s.Pods, rest)
+}
+
+// WireDelta is Delta as the StreamPlanSync request id.
+func (s *Snapshot) WireDelta(id string, base *Sent) (*WireRequest, error) {
+	d, upserted := s.delta(base)
+	// Fields in number order: base, Job UID and Job (1-3), the pods (4),
+	// the others.
+	head := &jobplanev1.PlanSyncDelta{BaseId: d.BaseId, JobUid: d.JobUid, Job: d.Job}
+	d.BaseId, d.JobUid, d.Job = "", "", nil
+	return wireRequest(id, streamRequestDelta, head, deltaUpsertedPods, upserted, d)
+}
+
+// wireRequest encodes the stream request id whose field num holds a message
+// of head's fields, the pods in field podsNum, then tail's fields.
+func wireRequest(id string, num protowire.Number, head proto.Message, podsNum protowire.Number, pods []*corev1.Pod, tail proto.Message) (*WireRequest, error) {
+	deterministic := proto.MarshalOptions{Deterministic: true}
+	h, err := deterministic.Marshal(head)
+	if err != nil {
+		return nil, err
+	}
+	t, err := deterministic.Marshal(tail)
+	if err != nil {
+		return nil, err
+	}
+	p := make([]byte, 0, 400*len(pods)) // a typical pod's bytes, and room
+	for _, pod := range pods {
+		p = kubeconv.AppendPod(p, podsNum, pod, false)
+	}
+	var top []byte
+	if id != "" {
+		top = protowire.AppendString(protowire.AppendTag(top, streamRequestID, protowire.BytesType), id)
+	}
+	top = protowire.AppendTag(top, num, protowire.BytesType)
+	top = protowire.AppendVarint(top, uint64(len(h)+len(p)+len(t)))
+	return &WireRequest{parts: [][]byte{top, h, p, t}}, nil
+}
