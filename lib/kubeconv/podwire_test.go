@@ -52,7 +52,7 @@ func TestAppendPodIsTheMessagesEncoding(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p", GenerateName: "g-", Generation: -3, Finalizers: []string{"", "f"},
 			Labels: map[string]string{"": "", "b": string(long[:200]), "a": "1"}, Annotations: map[string]string{"k": ""},
-			OwnerReferences: []metav1.OwnerReference{{Controller: ptr.To(false)}, {UID: "u", BlockOwnerDeletion: ptr.To(true)}},
+			OwnerReferences:   []metav1.OwnerReference{{Controller: ptr.To(false)}, {UID: "u", BlockOwnerDeletion: ptr.To(true)}},
 			DeletionTimestamp: &metav1.Time{}, DeletionGracePeriodSeconds: ptr.To(int64(0)),
 		},
 		Spec: corev1.PodSpec{
@@ -60,7 +60,7 @@ func TestAppendPodIsTheMessagesEncoding(t *testing.T) {
 			InitContainers: []corev1.Container{{Name: "s", RestartPolicy: ptr.To(corev1.ContainerRestartPolicy(""))}},
 		},
 		Status: corev1.PodStatus{
-			Message: string(long),
+			Message:    string(long),
 			Conditions: []corev1.PodCondition{{}, {Type: "Ready", LastProbeTime: metav1.Unix(-5, 7)}},
 			ContainerStatuses: []corev1.ContainerStatus{{}, {RestartCount: -1, State: corev1.ContainerState{
 				Waiting:    &corev1.ContainerStateWaiting{},
