@@ -30,6 +30,15 @@ type WireRequest struct {
 // MarshalWire returns the encoded request, in parts.
 func (w *WireRequest) MarshalWire() ([][]byte, error) { return w.parts, nil }
 
+// Size is the encoded request's length.
+func (w *WireRequest) Size() int {
+	n := 0
+	for _, p := range w.parts {
+		n += len(p)
+	}
+	return n
+}
+
 // Bytes is the encoded request, whole.
 func (w *WireRequest) Bytes() []byte {
 	var b []byte

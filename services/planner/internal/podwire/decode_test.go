@@ -171,6 +171,7 @@ func BenchmarkDecode(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
 			d := NewDecoder(len(pods), podSlow)
+			clear(out)
 			for i, p := range pods {
 				if err := d.Decode(p, &out[i]); err != nil {
 					b.Fatal(err)

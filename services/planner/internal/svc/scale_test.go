@@ -122,7 +122,7 @@ func BenchmarkScale(b *testing.B) {
 						b.Fatal(err)
 					}
 					if i == 0 {
-						reqBytes, respBytes = len(msg.Bytes()), size
+						reqBytes, respBytes = msg.Size(), size
 					}
 				}
 				b.ReportMetric(float64(reqBytes), "req-bytes")

@@ -73,10 +73,14 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 		return nil
 	}
 	*r = streamRequest{msg: &jobplanev1.StreamPlanSyncRequest{}}
-	// A full snapshot's pods are kept together, a delta's each alone (kept
-	// in a base, parts in chunks would keep each other alive).
+	// A full snapshot's pods are kept together, in one array, their strings
+	// views of one copy of the request; a delta's each alone (kept in a
+	// base, they would keep each other alive).
 	full, alone := podwire.NewDecoder(n.requestPods, podSlowPath), podwire.NewDecoder(1, podSlowPath)
 	slab := make([]corev1.Pod, n.requestPods)
+	if n.requestPods > 0 {
+		b = bytes.Clone(b)
+	}
 	return eachField(b, isRequestOrDelta, unmarshalRun(r.msg), func(num protowire.Number, v []byte) error {
 		// The field may appear more than once: its messages merge, as
 		// UnmarshalVT merges them.
@@ -88,7 +92,7 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 			return eachField(v, isPlanSyncRequestPods, unmarshalRun(r.msg.Request), func(_ protowire.Number, v []byte) error {
 				p := &slab[len(r.requestPods)]
 				r.requestPods = append(r.requestPods, p)
-				return full.Decode(v, p)
+				return full.DecodeShared(v, p)
 			})
 		}
 		if r.msg.Delta == nil {
