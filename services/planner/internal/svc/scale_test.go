@@ -133,7 +133,8 @@ func BenchmarkScale(b *testing.B) {
 }
 
 // TestStreamSnapshotMemory holds, on 100 streams, the snapshot of a
-// 10,000-pod Job each, decoded from the wire as the server decodes it, under
+// 10,000-pod Job each, decoded from the wire as the server decodes it
+// (streamRequest.UnmarshalWire), under
 // the bound JOBPLANE_SNAPSHOT_BOUND (default 1,000,000 pods), and reports
 // the pods held, the Go heap and the process's RSS. It runs only when
 // JOBPLANE_SNAPSHOT_MEMORY=1 (it takes a few GB).
@@ -166,8 +167,16 @@ func TestStreamSnapshotMemory(t *testing.T) {
 		for _, p := range req.Pods {
 			p.Metadata.OwnerReferences[0].Uid = uid
 		}
+		b, err := proto.Marshal(&jobplanev1.StreamPlanSyncRequest{Id: "1", Request: req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var decoded streamRequest // as the server decodes it
+		if err := decoded.UnmarshalWire(b); err != nil {
+			t.Fatal(err)
+		}
 		s := store.stream()
-		if _, err := planStreamedProto(s, &jobplanev1.StreamPlanSyncRequest{Id: "1", Request: req}); err != nil {
+		if _, err := planStreamed(s, &decoded); err != nil {
 			t.Fatal(err)
 		}
 		held = append(held, s)
