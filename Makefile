@@ -28,18 +28,24 @@ test: lint cluster-bins ## Every test: lint, unit, gRPC, integration (real kube-
 	JOBPLANE_CLUSTER_BIN="$(CLUSTER_BIN)" go test -race -count=1 -timeout 30m $(PACKAGES)
 	go test -run '^$$' -fuzz '^FuzzPlanSync$$' -fuzztime 30s ./services/planner/internal/svc/
 	go test -run '^$$' -fuzz '^FuzzPlanSyncDelta$$' -fuzztime 20s ./services/planner/internal/svc/
+	go test -run '^$$' -fuzz '^FuzzDecodeStreamRequest$$' -fuzztime 15s ./services/planner/internal/svc/
+	go test -run '^$$' -fuzz '^FuzzDecodePod$$' -fuzztime 15s ./services/planner/internal/podwire/
+	go test -run '^$$' -fuzz '^FuzzAppendPod$$' -fuzztime 15s ./lib/kubeconv/
 
 .PHONY: test-unit
 test-unit: ## Unit and gRPC tests, no cluster binaries (go test -short).
 	go test -short -count=1 $(PACKAGES)
 
 .PHONY: fuzz
-fuzz: ## Fuzz PlanSync and its deltas for FUZZTIME each (default 10m), then keep what they found in the committed corpus.
-	for target in FuzzPlanSync FuzzPlanSyncDelta; do \
-		go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(or $(FUZZTIME),10m) ./services/planner/internal/svc/; \
-		mkdir -p services/planner/internal/svc/testdata/fuzz/$$target; \
-		cp -n "$$(go env GOCACHE)"/fuzz/github.com/jobplane/jobplane/services/planner/internal/svc/$$target/* \
-			services/planner/internal/svc/testdata/fuzz/$$target/ 2>/dev/null || true; \
+fuzz: ## Fuzz PlanSync, its deltas and the pods' wire encoding for FUZZTIME each (default 10m), then keep what they found in the committed corpora.
+	for spec in FuzzPlanSync:services/planner/internal/svc FuzzPlanSyncDelta:services/planner/internal/svc \
+		FuzzDecodeStreamRequest:services/planner/internal/svc FuzzDecodePod:services/planner/internal/podwire \
+		FuzzAppendPod:lib/kubeconv; do \
+		target=$${spec%%:*} dir=$${spec#*:}; \
+		go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(or $(FUZZTIME),10m) ./$$dir/; \
+		mkdir -p $$dir/testdata/fuzz/$$target; \
+		cp -n "$$(go env GOCACHE)"/fuzz/github.com/jobplane/jobplane/$$dir/$$target/* \
+			$$dir/testdata/fuzz/$$target/ 2>/dev/null || true; \
 	done
 
 .PHONY: bench
