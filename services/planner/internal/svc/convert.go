@@ -130,21 +130,24 @@ func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.
 
 // applyDelta takes the stream's snapshot the delta is based on, checks the
 // delta (its upserted pods converted) against it and applies it. The base
-// is out of the store until planned: any error drops it.
+// is out of the store until planned: any error drops it (dispose).
 func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod) (*baseSnapshot, error) {
 	b := bases.take(d.GetJobUid())
 	if b == nil || b.id != d.GetBaseId() || d.GetBaseId() == "" {
+		b.dispose()
 		return nil, apierr.New(codes.FailedPrecondition, "SNAPSHOT_BASE_UNKNOWN",
 			map[string]string{"jobUid": d.GetJobUid(), "baseId": d.GetBaseId()},
 			"the planner holds no snapshot %q of Job %q on this stream: send the snapshot in full", d.GetBaseId(), d.GetJobUid())
 	}
 	base := validation.Base{Job: b.jobProto, Pods: len(b.order), Holds: func(uid string) bool { _, ok := b.index[uid]; return ok }}
 	if err := validation.Delta(d, upserted, base).Err("invalid PlanSync delta"); err != nil {
+		b.dispose()
 		return nil, err
 	}
 	if d.GetJob() != nil {
 		job, err := jobFromProto(d.GetJob())
 		if err != nil {
+			b.dispose()
 			return nil, apierr.InvalidArgument("invalid PlanSync delta", apierr.Violation{Field: "delta.job.spec.template.spec", Description: err.Error()})
 		}
 		b.job, b.jobProto = job, d.GetJob()
@@ -182,15 +185,24 @@ func podConverter(n int) *kubeconv.KubePodConverter {
 	return c
 }
 
-// slabs recycles the pods of snapshots: a corev1.Pod is large, and a plan
+// slabs recycles the arrays of pods of snapshots: a corev1.Pod is large
+// (1.2 KB), a new array of thousands is paged in and zeroed, and a plan
 // keeps no reference to the pods it was computed from.
 var slabs sync.Pool
 
-// podSlab returns room for n pods, from the pool when one is large enough,
-// and the function that gives it back.
+// podSlab returns room for n pods, from the pool when an array there fits
+// (large enough, and at most twice as large: a stream's base keeps its
+// array as long as it lives), and the function that gives it back.
 func podSlab(n int) ([]corev1.Pod, func()) {
+	if n == 0 {
+		return nil, func() {}
+	}
 	slab, ok := slabs.Get().(*[]corev1.Pod)
-	if !ok || cap(*slab) < n {
+	if ok && (cap(*slab) < n || cap(*slab) > 2*n) {
+		slabs.Put(slab)
+		ok = false
+	}
+	if !ok {
 		s := make([]corev1.Pod, n)
 		slab = &s
 	}

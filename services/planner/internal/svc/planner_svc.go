@@ -96,8 +96,9 @@ func planStreamed(bases *streamSnapshots, req *streamRequest) (*jobplanev1.PlanS
 	)
 	switch full, delta := req.msg.GetRequest(), req.msg.GetDelta(); {
 	case delta != nil && full != nil:
-		bases.take(delta.GetJobUid())
-		bases.take(full.GetJob().GetMetadata().GetUid())
+		bases.take(delta.GetJobUid()).dispose()
+		bases.take(full.GetJob().GetMetadata().GetUid()).dispose()
+		req.release()
 		return nil, apierr.InvalidArgument("invalid StreamPlanSync request", apierr.Violation{Field: "delta", Description: "Invalid value: exactly one of request and delta may be set"})
 	case delta != nil:
 		b, err = applyDelta(bases, req.msg.GetId(), delta, req.deltaPods)
@@ -107,12 +108,14 @@ func planStreamed(bases *streamSnapshots, req *streamRequest) (*jobplanev1.PlanS
 		return planBase(bases, b, delta), nil
 	default:
 		if uid := full.GetJob().GetMetadata().GetUid(); uid != "" {
-			bases.take(uid) // superseded, whatever comes of this request
+			bases.take(uid).dispose() // superseded, whatever comes of this request
 		}
 		b, err = baseFromRequest(req.msg.GetId(), full, req.requestPods)
 		if err != nil {
+			req.release()
 			return nil, err
 		}
+		b.release, req.releasePods = req.releasePods, nil // the base's now
 		return planBase(bases, b, full), nil
 	}
 }
@@ -123,10 +126,13 @@ func planBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFie
 	snap := engineSnapshot(b.job, b.pods, fields)
 	snap.Views = b.views
 	p := engine.Sync(snap)
-	if !p.ReleaseJobState {
+	resp := &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(p)}
+	if p.ReleaseJobState {
+		b.dispose()
+	} else {
 		bases.put(b)
 	}
-	return &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(p)}
+	return resp
 }
 
 // ValidateJob checks a Job as the API server would and returns it defaulted.

@@ -62,6 +62,18 @@ type baseSnapshot struct {
 	// each sync in the same arrays.
 	pods  []*corev1.Pod
 	views []engine.PodView
+	// release gives back the array of the full snapshot's pods (podSlab)
+	// once the base is dropped; nil when there is none.
+	release func()
+}
+
+// dispose gives the base's array of pods back: nothing may use the base
+// after. A nil base is none.
+func (b *baseSnapshot) dispose() {
+	if b != nil && b.release != nil {
+		b.release()
+		b.release = nil
+	}
 }
 
 // slot is a pod of a kept snapshot, converted, and its engine view.
@@ -142,24 +154,36 @@ func (s *streamSnapshots) take(jobUID string) *baseSnapshot {
 // recently used snapshots beyond the bound; a snapshot larger than the
 // bound is not kept.
 func (s *streamSnapshots) put(b *baseSnapshot) {
+	for _, dropped := range s.keep(b) {
+		dropped.dispose() // outside the lock: it clears the pods
+	}
+}
+
+// keep is put but for disposing of the snapshots it drops, which it
+// returns.
+func (s *streamSnapshots) keep(b *baseSnapshot) (dropped []*baseSnapshot) {
 	st := s.store
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if old := s.jobs[b.jobUID]; old != nil {
 		st.remove(old)
+		dropped = append(dropped, old)
 	}
 	w := b.weight()
 	if w > st.maxPods {
-		return
+		return append(dropped, b)
 	}
 	for st.held+w > st.maxPods {
-		st.remove(st.lru.Back().Value.(*baseSnapshot))
+		evicted := st.lru.Back().Value.(*baseSnapshot)
+		st.remove(evicted)
+		dropped = append(dropped, evicted)
 	}
 	b.owner = s
 	b.elem = st.lru.PushFront(b)
 	b.held = w
 	st.held += w
 	s.jobs[b.jobUID] = b
+	return dropped
 }
 
 // weight is what a snapshot counts against the bound: its pods, and its Job
@@ -170,9 +194,14 @@ func (b *baseSnapshot) weight() int { return len(b.order) + 1 }
 func (s *streamSnapshots) close() {
 	st := s.store
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	var dropped []*baseSnapshot
 	for _, b := range s.jobs {
 		st.remove(b)
+		dropped = append(dropped, b)
+	}
+	st.mu.Unlock()
+	for _, b := range dropped {
+		b.dispose()
 	}
 }
 

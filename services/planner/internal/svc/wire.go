@@ -54,6 +54,18 @@ type streamRequest struct {
 	msg *jobplanev1.StreamPlanSyncRequest
 	// requestPods are msg.Request's pods; deltaPods msg.Delta's upserted.
 	requestPods, deltaPods []*corev1.Pod
+	// releasePods gives back the array of requestPods (podSlab) unless
+	// the request became a base, which took it; nil when there is none.
+	releasePods func()
+}
+
+// release gives back the array of the request's pods: nothing may use them
+// after.
+func (r *streamRequest) release() {
+	if r.releasePods != nil {
+		r.releasePods()
+		r.releasePods = nil
+	}
 }
 
 var _ grpcserver.WireUnmarshaler = (*streamRequest)(nil)
@@ -77,7 +89,8 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 	// views of one copy of the request; a delta's each alone (kept in a
 	// base, they would keep each other alive).
 	full, alone := podwire.NewDecoder(n.requestPods, podSlowPath), podwire.NewDecoder(1, podSlowPath)
-	slab := make([]corev1.Pod, n.requestPods)
+	slab, release := podSlab(n.requestPods)
+	r.releasePods = release
 	if n.requestPods > 0 {
 		b = bytes.Clone(b)
 	}
