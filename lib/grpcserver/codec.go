@@ -312,9 +312,7 @@ type vtUnmarshaler interface {
 
 func (deterministicCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if w, ok := v.(WireUnmarshaler); ok {
-		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-		defer buf.Free()
-		return w.UnmarshalWire(buf.ReadOnlyData())
+		return w.UnmarshalWire(data.Materialize())
 	}
 	m, ok := v.(proto.Message)
 	if !ok {
@@ -367,9 +365,9 @@ type WireMarshaler interface {
 // WireUnmarshaler is a value the codec has decode itself from the wire
 // format: a service receiving a message into other types than its
 // generated ones (the planner decodes pods straight into Kubernetes pods).
-// b is freed once UnmarshalWire returns, so nothing decoded may alias it;
-// it must refuse what the codec refuses, invalid UTF-8 included (Unmarshal,
-// CheckUTF8).
+// b is the value's own (a copy of what was received), so what it decodes
+// may be views of b; it must refuse what the codec refuses, invalid UTF-8
+// included (Unmarshal, CheckUTF8).
 type WireUnmarshaler interface {
 	UnmarshalWire(b []byte) error
 }

@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/services/planner/internal/engine"
@@ -87,6 +88,31 @@ func canonical(a, b *slot) int {
 	return cmp.Or(cmp.Compare(a.pod.Name, b.pod.Name), cmp.Compare(a.pod.UID, b.pod.UID))
 }
 
+// sortCanonical sorts slots in canonical order. It sorts indexes into keys
+// copied side by side: comparing through each slot's pod, in an array of
+// 1 KB pods, misses the cache at every step of a sort of thousands, and
+// moving 4-byte indexes is cheaper than moving keys.
+func sortCanonical(order []*slot) {
+	type key struct {
+		name string
+		uid  types.UID
+	}
+	keys := make([]key, len(order))
+	index := make([]int32, len(order))
+	for i, s := range order {
+		keys[i], index[i] = key{s.pod.Name, s.pod.UID}, int32(i)
+	}
+	slices.SortFunc(index, func(i, j int32) int {
+		a, b := &keys[i], &keys[j]
+		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.uid, b.uid))
+	})
+	sorted := make([]*slot, len(order))
+	for i, k := range index {
+		sorted[i] = order[k]
+	}
+	copy(order, sorted)
+}
+
 // setFinalizer works the views out again when the tracking finalizer of the
 // sync is not the one they were worked out for.
 func (b *baseSnapshot) setFinalizer(f string) {
@@ -109,7 +135,7 @@ func (b *baseSnapshot) reorder(removed bool, added []*slot, renamed bool) {
 	switch {
 	case renamed:
 		b.order = append(b.order, added...)
-		slices.SortFunc(b.order, canonical)
+		sortCanonical(b.order)
 	case len(added) > 0:
 		slices.SortFunc(added, canonical)
 		merged := make([]*slot, 0, len(b.order)+len(added))

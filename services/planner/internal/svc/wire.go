@@ -70,9 +70,9 @@ func (r *streamRequest) release() {
 
 var _ grpcserver.WireUnmarshaler = (*streamRequest)(nil)
 
-// UnmarshalWire decodes an encoded StreamPlanSyncRequest: its pods straight
-// into Kubernetes pods (podwire), the other fields as the codec decodes
-// them. It decodes what the codec and podConverter make of the message,
+// UnmarshalWire decodes an encoded StreamPlanSyncRequest, which it keeps:
+// its pods straight into Kubernetes pods (podwire), the other fields as the
+// codec decodes them. It decodes what the codec and podConverter make of the message,
 // and fails where the codec fails.
 func (r *streamRequest) UnmarshalWire(b []byte) error {
 	var n podCounts
@@ -86,14 +86,11 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 	}
 	*r = streamRequest{msg: &jobplanev1.StreamPlanSyncRequest{}}
 	// A full snapshot's pods are kept together, in one array, their strings
-	// views of one copy of the request; a delta's each alone (kept in a
-	// base, they would keep each other alive).
+	// views of b, the request's bytes (the codec's copy); a delta's each
+	// alone (kept in a base, they would keep each other alive).
 	full, alone := podwire.NewDecoder(n.requestPods, podSlowPath), podwire.NewDecoder(1, podSlowPath)
 	slab, release := podSlab(n.requestPods)
 	r.releasePods = release
-	if n.requestPods > 0 {
-		b = bytes.Clone(b)
-	}
 	return eachField(b, isRequestOrDelta, unmarshalRun(r.msg), func(num protowire.Number, v []byte) error {
 		// The field may appear more than once: its messages merge, as
 		// UnmarshalVT merges them.

@@ -31,8 +31,8 @@ func checkDecodesAsUnmarshalVT(t testing.TB, b []byte) {
 
 // checkStreamRequestDecoding checks that b decodes as a streamRequest to
 // what the codec decodes as a StreamPlanSyncRequest, its pods converted
-// (streamRequestOf), or fails where the codec fails; and that what it
-// decodes aliases nothing of b.
+// (streamRequestOf), or fails where the codec fails. (The request keeps b:
+// its full snapshot's strings are views of it.)
 func checkStreamRequestDecoding(t testing.TB, b []byte) {
 	t.Helper()
 	m := &jobplanev1.StreamPlanSyncRequest{}
@@ -45,9 +45,6 @@ func checkStreamRequestDecoding(t testing.TB, b []byte) {
 	}
 	if err != nil {
 		return
-	}
-	for i := range in {
-		in[i] = 0xff
 	}
 	want := streamRequestOf(m)
 	if !proto.Equal(withoutPods(got.msg), withoutPods(want.msg)) {
