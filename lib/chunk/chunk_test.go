@@ -12,7 +12,7 @@ func TestTakeSharesAnArrayAndCapsEachSlice(t *testing.T) {
 		t.Error("the second take is not the rest of the first array")
 	}
 	a = append(a, 7) // a's capacity is its length: it moves, b stays
-	if b[0] != 0 || cap(c.Take(2)) != 2 {
+	if b[0] != 0 || a[3] != 7 || cap(c.Take(2)) != 2 {
 		t.Error("a take reaches into another")
 	}
 	if c.Take(0) != nil {

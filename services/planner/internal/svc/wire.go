@@ -174,15 +174,6 @@ func (d *podDecoder) request(b []byte, m *jobplanev1.PlanSyncRequest) error {
 	})
 }
 
-// delta merges b, an encoded PlanSyncDelta, into m.
-func (d *podDecoder) delta(b []byte, m *jobplanev1.PlanSyncDelta) error {
-	return eachField(b, isPlanSyncDeltaPods, m.UnmarshalVT, func(_ protowire.Number, v []byte) error {
-		p, err := d.pod(v)
-		m.UpsertedPods = append(m.UpsertedPods, p)
-		return err
-	})
-}
-
 // pod decodes b, an encoded Pod, from a copy of it that its strings alias.
 func (d *podDecoder) pod(b []byte) (*jobplanev1.Pod, error) {
 	var p *jobplanev1.Pod
