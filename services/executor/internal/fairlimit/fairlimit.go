@@ -30,6 +30,24 @@ func KeyOf(ctx context.Context) string {
 	return k
 }
 
+type laneType struct{}
+
+// WithLane queues the requests made with ctx in the lane of a Job's key
+// without marking them as that Job's work (KeyOf, which counts a Job's API
+// cost, is unchanged): for a request made for a Job outside its syncs, such
+// as its creation.
+func WithLane(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, laneType{}, key)
+}
+
+// LaneOf is the lane of ctx's requests: WithLane's key, else WithKey's.
+func LaneOf(ctx context.Context) string {
+	if l, ok := ctx.Value(laneType{}).(string); ok {
+		return l
+	}
+	return KeyOf(ctx)
+}
+
 // Limiter implements flowcontrol.RateLimiter with a fair queue per key.
 type Limiter struct {
 	bucket *rate.Limiter
@@ -68,7 +86,7 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		l.mu.Unlock()
 		return nil
 	}
-	key := KeyOf(ctx)
+	key := LaneOf(ctx)
 	w := make(chan struct{})
 	if len(l.lanes[key]) == 0 {
 		l.ring = append(l.ring, key)

@@ -215,3 +215,14 @@ func TestStopEndsTheDispatcher(t *testing.T) {
 		})
 	}
 }
+
+func TestWithLaneQueuesWithoutMarkingTheJob(t *testing.T) {
+	ctx := context.Background()
+	if LaneOf(WithKey(ctx, "ns/a")) != "ns/a" || LaneOf(ctx) != "" {
+		t.Error("without WithLane, the lane is the key")
+	}
+	laned := WithLane(ctx, "ns/b")
+	if LaneOf(laned) != "ns/b" || KeyOf(laned) != "" {
+		t.Errorf("WithLane: lane %q, key %q; want ns/b and none", LaneOf(laned), KeyOf(laned))
+	}
+}

@@ -82,10 +82,19 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 			}
 		}
 	}
+	f.api = f.serve(t, f.impersonate)
+	f.client.ClearActions()
+	return f
+}
+
+// serve starts the service on the fixture's clients, acting as callers with
+// impersonate, and returns a client of it.
+func (f *fixture) serve(t *testing.T, impersonate func(*auth.Identity) (typedbatchv1.BatchV1Interface, error)) jobplanev1.ExecutorServiceClient {
+	t.Helper()
 	srv := grpctest.Start(t, func(s *grpcserver.Server) {
 		s.RegisterService(&jobplanev1.ExecutorService_ServiceDesc, svc.NewExecutorService(svc.Config{
 			Client:      f.client,
-			Impersonate: f.impersonate,
+			Impersonate: impersonate,
 			Jobs:        batchv1listers.NewJobLister(f.cache),
 			PodsOf:      func(job *batchv1.Job) ([]*corev1.Pod, error) { return f.pods[job.UID], nil },
 			Runner:      f.runner,
@@ -94,9 +103,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 			Done:        f.done,
 		}))
 	})
-	f.api = jobplanev1.NewExecutorServiceClient(srv.Conn)
-	f.client.ClearActions()
-	return f
+	return jobplanev1.NewExecutorServiceClient(srv.Conn)
 }
 
 // impersonate records the caller and acts as the executor: the fake

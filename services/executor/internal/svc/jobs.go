@@ -24,6 +24,7 @@ import (
 	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/jobvalidation"
 	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 )
 
 // Page sizes of ListJobs.
@@ -61,6 +62,15 @@ func (s *ExecutorService) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJ
 	jobs, err := s.asCaller(ctx, job.Namespace)
 	if err != nil {
 		return nil, err
+	}
+	if job.Name != "" {
+		// The creation waits in the Job's lane of the fair limiter (that of
+		// its syncs), not in the one lane of unkeyed requests: a burst of
+		// submissions (a cron boundary) would wait there behind the status
+		// writes of the Jobs it created. It is not counted as the Job's
+		// work, as the built-in controller's cost does not count it. (A
+		// generateName's Job has no key yet: the shared lane.)
+		ctx = fairlimit.WithLane(ctx, job.Namespace+"/"+job.Name)
 	}
 	job.Status = batchv1.JobStatus{} // the API server ignores it on create
 	created, err := jobs.Create(ctx, job, metav1.CreateOptions{})

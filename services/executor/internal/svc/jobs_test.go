@@ -16,12 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 )
 
 var jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}
@@ -448,4 +450,46 @@ func TestSubmitJobActsAsTheCaller(t *testing.T) {
 	}
 	equal(t, "impersonated", *f.impersonated, []string{auth.AnonymousUser, auth.AnonymousUser})
 	equal(t, "actions", f.actions(), []string{"create jobs", "create jobs", "get jobs", "create jobs dry-run"})
+}
+
+// keyRecorder is the Jobs client of an impersonated caller, recording the
+// fair limiter's lane of each creation's context, and its Job key if any.
+type keyRecorder struct {
+	typedbatchv1.BatchV1Interface
+	keys *[]string
+}
+
+func (r keyRecorder) Jobs(namespace string) typedbatchv1.JobInterface {
+	return keyRecordingJobs{r.BatchV1Interface.Jobs(namespace), r.keys}
+}
+
+type keyRecordingJobs struct {
+	typedbatchv1.JobInterface
+	keys *[]string
+}
+
+func (r keyRecordingJobs) Create(ctx context.Context, job *batchv1.Job, opts metav1.CreateOptions) (*batchv1.Job, error) {
+	*r.keys = append(*r.keys, fairlimit.LaneOf(ctx)+" key="+fairlimit.KeyOf(ctx))
+	return r.JobInterface.Create(ctx, job, opts)
+}
+
+// A named submission waits in its Job's lane of the fair limiter, the lane
+// of the Job's syncs, without counting as the Job's work; a generateName
+// one waits in the shared lane.
+func TestSubmitJobCreatesInTheJobsLane(t *testing.T) {
+	f := newFixture(t)
+	var keys []string
+	api := f.serve(t, func(caller *auth.Identity) (typedbatchv1.BatchV1Interface, error) {
+		c, err := f.impersonate(caller)
+		return keyRecorder{c, &keys}, err
+	})
+	named := contractJob(t, "default", "mine")
+	generated := contractJob(t, "default", "")
+	generated.Metadata.GenerateName = "run-"
+	for _, job := range []*jobplanev1.Job{named, generated} {
+		if _, err := api.SubmitJob(context.Background(), &jobplanev1.SubmitJobRequest{Job: job}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	equal(t, "lanes", keys, []string{"default/mine key=", " key="})
 }
