@@ -97,6 +97,7 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	}
 	restCfg.UserAgent = "jobplane-cron"
 	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
+	restCfg.Wrap(metrics.Transport)
 	kube, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err

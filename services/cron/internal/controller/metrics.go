@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/kubemetrics"
 	"github.com/jobplane/jobplane/services/cron/internal/decide"
 )
 
@@ -18,6 +20,7 @@ type Metrics struct {
 	missedRuns   prometheus.Counter
 	syncDuration *prometheus.HistogramVec
 	statusWrites *prometheus.CounterVec
+	apiRequests  *prometheus.CounterVec
 }
 
 // NewMetrics returns unregistered metrics.
@@ -41,12 +44,22 @@ func NewMetrics() *Metrics {
 		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jobplane_cronjob_status_write_failures_total", Help: "CronJob status writes that failed, conflict or not.",
 		}, []string{"conflict"}),
+		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jobplane_cron_kube_api_requests_total", Help: "Requests of the cron service to the Kubernetes API, by method and resource.",
+		}, []string{"method", "resource"}),
 	}
+}
+
+// Transport wraps the Kubernetes clients' transport to count requests.
+func (m *Metrics) Transport(next http.RoundTripper) http.RoundTripper {
+	return kubemetrics.Transport(next, func(r *http.Request) {
+		m.apiRequests.WithLabelValues(r.Method, kubemetrics.Resource(r.URL.Path)).Inc()
+	})
 }
 
 // Register registers the metrics.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.creationSkew, m.runs, m.missedRuns, m.syncDuration, m.statusWrites} {
+	for _, c := range []prometheus.Collector{m.creationSkew, m.runs, m.missedRuns, m.syncDuration, m.statusWrites, m.apiRequests} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
