@@ -26,11 +26,11 @@ run: build tools ## Build, start the local cluster and the three services, print
 .PHONY: test
 test: lint cluster-bins ## Every test: lint, unit, gRPC, integration (real kube-apiserver) and end-to-end (kwok cluster).
 	JOBPLANE_CLUSTER_BIN="$(CLUSTER_BIN)" go test -race -count=1 -timeout 30m $(PACKAGES)
-	go test -run '^$$' -fuzz '^FuzzPlanSync$$' -fuzztime 30s ./services/planner/internal/svc/
-	go test -run '^$$' -fuzz '^FuzzPlanSyncDelta$$' -fuzztime 20s ./services/planner/internal/svc/
-	go test -run '^$$' -fuzz '^FuzzDecodeStreamRequest$$' -fuzztime 15s ./services/planner/internal/svc/
-	go test -run '^$$' -fuzz '^FuzzDecodePod$$' -fuzztime 15s ./services/planner/internal/podwire/
-	go test -run '^$$' -fuzz '^FuzzAppendPod$$' -fuzztime 15s ./lib/kubeconv/
+	go test -run '^$$' -fuzz '^FuzzPlanSync$$' -fuzztime 30s -fuzzminimizetime 50x ./services/planner/internal/svc/
+	go test -run '^$$' -fuzz '^FuzzPlanSyncDelta$$' -fuzztime 20s -fuzzminimizetime 50x ./services/planner/internal/svc/
+	go test -run '^$$' -fuzz '^FuzzDecodeStreamRequest$$' -fuzztime 15s -fuzzminimizetime 50x ./services/planner/internal/svc/
+	go test -run '^$$' -fuzz '^FuzzDecodePod$$' -fuzztime 15s -fuzzminimizetime 50x ./services/planner/internal/podwire/
+	go test -run '^$$' -fuzz '^FuzzAppendPod$$' -fuzztime 15s -fuzzminimizetime 50x ./lib/kubeconv/
 
 .PHONY: test-unit
 test-unit: ## Unit and gRPC tests, no cluster binaries (go test -short).
@@ -42,7 +42,7 @@ fuzz: ## Fuzz PlanSync, its deltas and the pods' wire encoding for FUZZTIME each
 		FuzzDecodeStreamRequest:services/planner/internal/svc FuzzDecodePod:services/planner/internal/podwire \
 		FuzzAppendPod:lib/kubeconv; do \
 		target=$${spec%%:*} dir=$${spec#*:}; \
-		go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(or $(FUZZTIME),10m) ./$$dir/; \
+		go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(or $(FUZZTIME),10m) -fuzzminimizetime 200x ./$$dir/; \
 		mkdir -p $$dir/testdata/fuzz/$$target; \
 		cp -n "$$(go env GOCACHE)"/fuzz/github.com/jobplane/jobplane/$$dir/$$target/* \
 			$$dir/testdata/fuzz/$$target/ 2>/dev/null || true; \

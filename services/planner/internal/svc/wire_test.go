@@ -96,7 +96,7 @@ func checkDecoder[M interface {
 		t.Fatalf("%T: what was decoded changed with its input", got)
 	}
 	if podsCopied { // not left to UnmarshalVT
-		checkPodsOwnTheirBytes(t, got)
+		checkPodsOwnTheirBytes(t, got, podLengths(t, b))
 	}
 }
 
@@ -106,15 +106,19 @@ func newMessage[M proto.Message]() M {
 }
 
 // checkPodsOwnTheirBytes checks that the strings of each pod of m lie
-// within a span no longer than the pod's encoding, and that the spans of two
-// pods do not overlap: what each pod's strings aliasing its own copy of its
-// bytes gives (the pods' strings are not copied one by one, and no pod
-// holds another's), though not proof of it.
-func checkPodsOwnTheirBytes(t testing.TB, m proto.Message) {
+// within a span no longer than the pod's encoding (lengths, in order), and
+// that the spans of two pods do not overlap: what each pod's strings
+// aliasing its own copy of its bytes gives (the pods' strings are not
+// copied one by one, and no pod holds another's), though not proof of it.
+func checkPodsOwnTheirBytes(t testing.TB, m proto.Message, lengths []int) {
 	t.Helper()
 	type span struct{ lo, hi uintptr }
 	var spans []span
-	for _, p := range podsOf(m) {
+	pods := podsOf(m)
+	if len(pods) != len(lengths) {
+		t.Fatalf("%d pods decoded, %d on the wire", len(pods), len(lengths))
+	}
+	for i, p := range pods {
 		s := span{lo: ^uintptr(0)}
 		eachString(p.ProtoReflect(), func(v string) {
 			at := uintptr(unsafe.Pointer(unsafe.StringData(v)))
@@ -123,8 +127,8 @@ func checkPodsOwnTheirBytes(t testing.TB, m proto.Message) {
 		if s.hi == 0 {
 			continue // no string
 		}
-		if size := uintptr(p.SizeVT()); s.hi-s.lo > size {
-			t.Fatalf("a pod's strings span %d bytes, more than its %d bytes", s.hi-s.lo, size)
+		if s.hi-s.lo > uintptr(lengths[i]) {
+			t.Fatalf("pod %d's strings span %d bytes, more than its %d bytes", i, s.hi-s.lo, lengths[i])
 		}
 		for _, o := range spans {
 			if s.lo < o.hi && o.lo < s.hi {
@@ -133,6 +137,19 @@ func checkPodsOwnTheirBytes(t testing.TB, m proto.Message) {
 		}
 		spans = append(spans, s)
 	}
+}
+
+// podLengths are the lengths of the encoded pods of b, an encoded
+// PlanSyncRequest, in order.
+func podLengths(t testing.TB, b []byte) []int {
+	var lengths []int
+	if err := eachField(b, isPlanSyncRequestPods, nil, func(_ protowire.Number, v []byte) error {
+		lengths = append(lengths, len(v))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return lengths
 }
 
 func podsOf(m proto.Message) []*jobplanev1.Pod {
