@@ -72,8 +72,8 @@ var _ grpcserver.WireUnmarshaler = (*streamRequest)(nil)
 
 // UnmarshalWire decodes an encoded StreamPlanSyncRequest, which it keeps:
 // its pods straight into Kubernetes pods (podwire), the other fields as the
-// codec decodes them. It decodes what the codec and podConverter make of the message,
-// and fails where the codec fails.
+// codec decodes them. It decodes what the codec and podConverter make of
+// the message, and fails where the codec fails.
 func (r *streamRequest) UnmarshalWire(b []byte) error {
 	var n podCounts
 	if !n.stream(b) { // left to the codec, whole
