@@ -3,6 +3,14 @@
 // few allocations instead of several per pod.
 package chunk
 
+// MaxSize bounds the chunks of a request's parts (SizeFor): the parts of a
+// few hundred pods at a time allocate only what the pods use.
+const MaxSize = 256
+
+// SizeFor is the chunk size for n objects' parts of one kind: n, at most
+// MaxSize.
+func SizeFor(n int) int { return min(n, MaxSize) }
+
 // Of hands out values of T from arrays of Size values allocated at once. A
 // value lives as long as any value of its array: chunks suit objects built
 // and dropped together. A Size of 0 or 1 allocates each Take alone.

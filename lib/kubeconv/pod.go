@@ -42,9 +42,10 @@ type KubePodConverter struct {
 	times      chunk.Of[metav1.Time]
 }
 
-// NewKubePodConverter is a converter whose chunks hold the parts of n
-// typical pods each.
+// NewKubePodConverter is a converter for n pods, whose chunks hold the
+// parts of up to chunk.MaxSize typical pods each.
 func NewKubePodConverter(n int) *KubePodConverter {
+	n = chunk.SizeFor(n)
 	return &KubePodConverter{
 		refs: chunk.Of[metav1.OwnerReference]{Size: n}, conditions: chunk.Of[corev1.PodCondition]{Size: n},
 		containers: chunk.Of[corev1.Container]{Size: n}, statuses: chunk.Of[corev1.ContainerStatus]{Size: n},
@@ -186,9 +187,10 @@ type PodConverter struct {
 	times      chunk.Of[timestamppb.Timestamp]
 }
 
-// NewPodConverter is a converter whose chunks hold the messages of n
-// typical pods each.
+// NewPodConverter is a converter for n pods, whose chunks hold the
+// messages of up to chunk.MaxSize typical pods each.
 func NewPodConverter(n int, labels bool) *PodConverter {
+	n = chunk.SizeFor(n)
 	return &PodConverter{
 		Labels: labels,
 		pods:   chunk.Of[podParts]{Size: n},

@@ -200,8 +200,8 @@ func checkWireRequest(t *testing.T, s *Snapshot, id string, want *jobplanev1.Pla
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(w.Bytes(), b) {
-		t.Fatalf("WireRequest wrote\n%q\nthe request encodes as\n%q", w.Bytes(), b)
+	if got := bytes.Join(w.parts, nil); !bytes.Equal(got, b) {
+		t.Fatalf("WireRequest wrote\n%q\nthe request encodes as\n%q", got, b)
 	}
 }
 
@@ -214,7 +214,7 @@ func checkWireDelta(t *testing.T, s *Snapshot, id string, base *Sent, want *jobp
 		t.Fatal(err)
 	}
 	var got jobplanev1.StreamPlanSyncRequest
-	if err := proto.Unmarshal(w.Bytes(), &got); err != nil {
+	if err := proto.Unmarshal(bytes.Join(w.parts, nil), &got); err != nil {
 		t.Fatal(err)
 	}
 	want = proto.Clone(want).(*jobplanev1.PlanSyncDelta)
@@ -225,8 +225,8 @@ func checkWireDelta(t *testing.T, s *Snapshot, id string, base *Sent, want *jobp
 	}
 	if len(want.RemovedPodUids) == 0 { // one order: the same bytes
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&jobplanev1.StreamPlanSyncRequest{Id: id, Delta: want})
-		if err != nil || !bytes.Equal(w.Bytes(), b) {
-			t.Fatalf("WireDelta wrote\n%q\nthe delta encodes as\n%q", w.Bytes(), b)
+		if err != nil || !bytes.Equal(bytes.Join(w.parts, nil), b) {
+			t.Fatalf("WireDelta wrote\n%q\nthe delta encodes as\n%q", bytes.Join(w.parts, nil), b)
 		}
 	}
 }

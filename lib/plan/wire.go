@@ -39,15 +39,6 @@ func (w *WireRequest) Size() int {
 	return n
 }
 
-// Bytes is the encoded request, whole.
-func (w *WireRequest) Bytes() []byte {
-	var b []byte
-	for _, p := range w.parts {
-		b = append(b, p...)
-	}
-	return b
-}
-
 // WireRequest is the snapshot in full as the StreamPlanSync request id.
 func (s *Snapshot) WireRequest(id string) (*WireRequest, error) {
 	req := newRequest(s.Job, s.State, s.Now, s.Finalizer)

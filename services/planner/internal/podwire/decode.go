@@ -23,6 +23,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/chunk"
+	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 )
 
@@ -30,10 +31,6 @@ import (
 // strings are views of its bytes: of its own copy of them (Decode), or of
 // the caller's (DecodeShared).
 type Decoder struct {
-	// Slow decodes a pod the fast path does not take: the generated
-	// message's decoder and the codec's checks (grpcserver.Unmarshal).
-	Slow func(b []byte, m *jobplanev1.Pod) error
-
 	refs       chunk.Of[metav1.OwnerReference]
 	conditions chunk.Of[corev1.PodCondition]
 	containers chunk.Of[corev1.Container]
@@ -48,15 +45,11 @@ type Decoder struct {
 	converter  kubeconv.KubePodConverter
 }
 
-// maxChunk bounds a chunk: the parts of a few hundred pods at a time
-// allocate only what a request's pods use.
-const maxChunk = 256
-
 // NewDecoder is a decoder for n pods, whose parts are taken from chunks of
-// up to maxChunk parts.
-func NewDecoder(n int, slow func([]byte, *jobplanev1.Pod) error) *Decoder {
-	d := &Decoder{Slow: slow, converter: kubeconv.KubePodConverter{SkipContainers: true}}
-	size := min(n, maxChunk)
+// up to chunk.MaxSize parts.
+func NewDecoder(n int) *Decoder {
+	d := &Decoder{converter: kubeconv.KubePodConverter{SkipContainers: true}}
+	size := chunk.SizeFor(n)
 	d.refs.Size, d.conditions.Size, d.statuses.Size, d.strings.Size = size, size, size, size
 	d.running.Size, d.terminated.Size, d.times.Size, d.bools.Size = size, size, 2*size, 2*size
 	return d
@@ -80,8 +73,10 @@ func (d *Decoder) decode(b []byte, out *corev1.Pod) error {
 	if d.pod(b, out) {
 		return nil
 	}
+	// The slow path: the codec's decoding (vtprotobuf's decoder and the
+	// UTF-8 check), then the conversion.
 	var m jobplanev1.Pod
-	if err := d.Slow(b, &m); err != nil {
+	if err := grpcserver.Unmarshal(b, &m); err != nil {
 		*out = corev1.Pod{}
 		return err
 	}
@@ -139,7 +134,7 @@ func (f field) str() (string, bool) {
 // msg is a message field's bytes; false unless length-delimited.
 func (f field) msg() ([]byte, bool) { return f.bytes, f.typ == protowire.BytesType }
 
-// num is a varint field's value; false unless a varint.
+// num64 is a varint field's value; false unless a varint.
 func (f field) num64() (uint64, bool) { return f.varint, f.typ == protowire.VarintType }
 
 // once marks a singular message field as met; false the second time (a

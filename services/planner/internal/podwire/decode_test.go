@@ -112,7 +112,7 @@ func TestDecodeIsTheSlowPath(t *testing.T) {
 	if len(seeds) < 100 {
 		t.Fatalf("%d seed pods", len(seeds))
 	}
-	d := NewDecoder(4, podSlow)
+	d := NewDecoder(4)
 	for _, b := range seeds {
 		checkDecodesAsSlowPath(t, d, b)
 	}
@@ -143,7 +143,7 @@ func TestOddEncodingsTakeTheSlowPath(t *testing.T) {
 		"empty timestamp":           status(protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType), nil)),
 		"negative nanos":            status(startTime(1, uint64(1<<64-5))),
 	}
-	d := NewDecoder(1, podSlow)
+	d := NewDecoder(1)
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) { checkDecodesAsSlowPath(t, d, b) })
 	}
@@ -155,7 +155,7 @@ func FuzzDecodePod(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		checkDecodesAsSlowPath(t, NewDecoder(2, podSlow), b)
+		checkDecodesAsSlowPath(t, NewDecoder(2), b)
 	})
 }
 
@@ -170,7 +170,7 @@ func BenchmarkDecode(b *testing.B) {
 	b.Run("podwire", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
-			d := NewDecoder(len(pods), podSlow)
+			d := NewDecoder(len(pods))
 			clear(out)
 			for i, p := range pods {
 				if err := d.Decode(p, &out[i]); err != nil {
@@ -194,5 +194,3 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	})
 }
-
-func podSlow(b []byte, m *jobplanev1.Pod) error { return grpcserver.Unmarshal(b, m) }

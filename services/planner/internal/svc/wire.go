@@ -88,7 +88,7 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 	// A full snapshot's pods are kept together, in one array, their strings
 	// views of b, the request's bytes (the codec's copy); a delta's each
 	// alone (kept in a base, they would keep each other alive).
-	full, alone := podwire.NewDecoder(n.requestPods, podSlowPath), podwire.NewDecoder(1, podSlowPath)
+	full, alone := podwire.NewDecoder(n.requestPods), podwire.NewDecoder(1)
 	slab, release := podSlab(n.requestPods)
 	r.releasePods = release
 	return eachField(b, isRequestOrDelta, unmarshalRun(r.msg), func(num protowire.Number, v []byte) error {
@@ -130,9 +130,6 @@ func unmarshalRun[M interface {
 		return grpcserver.CheckUTF8(b, m)
 	}
 }
-
-// podSlowPath decodes a pod podwire leaves to the codec.
-func podSlowPath(b []byte, m *jobplanev1.Pod) error { return grpcserver.Unmarshal(b, m) }
 
 // streamRequestOf is the streamRequest of a decoded message, its pods
 // converted.
