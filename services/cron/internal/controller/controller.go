@@ -46,8 +46,15 @@ const (
 	maxRetry = 30 * time.Second
 )
 
-// controllerUIDIndex indexes Jobs by the UID of their controller.
+// controllerUIDIndex indexes Jobs by their namespace and the UID of their
+// controlling CronJob (controllerIndexKey): owner references are
+// namespace-local, so a Job in another namespace naming a CronJob's UID is
+// not that CronJob's.
 const controllerUIDIndex = "controllerUID"
+
+func controllerIndexKey(namespace string, uid types.UID) string {
+	return namespace + "/" + string(uid)
+}
 
 // Config is what the controller works with.
 type Config struct {
@@ -296,9 +303,10 @@ func (c *Controller) input(ctx context.Context, cronJob *cronapi.CronJob) (decid
 	return decide.Input{CronJob: cronJob, Jobs: jobs, Now: c.cfg.Clock.Now(), Local: c.cfg.Local}, nil
 }
 
-// ownedJobs are the cached Jobs whose controller is the CronJob (by UID).
+// ownedJobs are the cached Jobs of the CronJob's namespace whose controller
+// is the CronJob (by UID).
 func (c *Controller) ownedJobs(cronJob *cronapi.CronJob) ([]*batchv1.Job, error) {
-	objs, err := c.jobs.ByIndex(controllerUIDIndex, string(cronJob.UID))
+	objs, err := c.jobs.ByIndex(controllerUIDIndex, controllerIndexKey(cronJob.Namespace, cronJob.UID))
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +365,7 @@ func indexByController(obj any) ([]string, error) {
 		return nil, nil
 	}
 	if ref := metav1.GetControllerOf(job); ref != nil && ref.APIVersion == cronapi.APIVersion && ref.Kind == cronapi.Kind {
-		return []string{string(ref.UID)}, nil
+		return []string{controllerIndexKey(job.Namespace, ref.UID)}, nil
 	}
 	return nil, nil
 }

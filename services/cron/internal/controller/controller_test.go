@@ -354,3 +354,36 @@ func TestSyncAfterAWriteUsesTheWrittenStatus(t *testing.T) {
 		t.Errorf("events %v repeated", events)
 	}
 }
+
+// Owner references are namespace-local: Jobs of another namespace whose
+// controller reference names the CronJob's UID are not its Jobs. A finished
+// one is not pruned as history, a running one is not listed as active.
+func TestJobsOfAnotherNamespaceAreNotTheCronJobs(t *testing.T) {
+	cj := everyMinute("cj", func(cj *cronapi.CronJob) {
+		cj.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](0)
+	})
+	f := newFixture(t, cj)
+	finished := ownedJob(cj, "cj-finished")
+	finished.Namespace = "other-team"
+	finished.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	finished.Status.CompletionTime = &metav1.Time{Time: testCreated}
+	running := ownedJob(cj, "cj-running")
+	running.Namespace = "other-team"
+	f.putJob(finished)
+	f.putJob(running)
+	f.clock.SetTime(testCreated.Add(20 * time.Second)) // no run due yet
+	if _, err := f.sync("cj"); err != nil {
+		t.Fatal(err)
+	}
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("events %v, want none", events)
+	}
+	if active := f.cronJob("cj").Status.Active; len(active) != 0 {
+		t.Errorf("active %v, want none", active)
+	}
+	for _, name := range []string{"cj-finished", "cj-running"} {
+		if _, err := f.kube.BatchV1().Jobs("other-team").Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+			t.Errorf("the other namespace's Job %s: %v", name, err)
+		}
+	}
+}

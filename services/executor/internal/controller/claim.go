@@ -9,11 +9,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// controllerUIDIndex indexes pods by the UID of their controller; orphans
-// under orphanIndexKey of their namespace.
+// controllerUIDIndex indexes pods by their namespace and the UID of their
+// controller (controllerIndexKey); orphans under orphanIndexKey of their
+// namespace. Owner references are namespace-local: a pod naming the UID of a
+// Job in another namespace has no controller there, as for the garbage
+// collector, so it can neither be seen through nor disturb that Job.
 const controllerUIDIndex = "jobplane.dev/controller-uid"
+
+func controllerIndexKey(namespace string, uid types.UID) string {
+	return "controller/" + namespace + "/" + string(uid)
+}
 
 func orphanIndexKey(namespace string) string { return "orphan/" + namespace }
 
@@ -23,7 +31,7 @@ func indexByController(obj any) ([]string, error) {
 		return nil, nil
 	}
 	if ref := metav1.GetControllerOf(pod); ref != nil {
-		return []string{string(ref.UID)}, nil
+		return []string{controllerIndexKey(pod.Namespace, ref.UID)}, nil
 	}
 	return []string{orphanIndexKey(pod.Namespace)}, nil
 }
@@ -38,7 +46,7 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job) ([]*corev1
 	if err != nil {
 		return nil, fmt.Errorf("the Job's selector: %w", err)
 	}
-	owned, err := c.podIndex.ByIndex(controllerUIDIndex, string(job.UID))
+	owned, err := c.podIndex.ByIndex(controllerUIDIndex, controllerIndexKey(job.Namespace, job.UID))
 	if err != nil {
 		return nil, err
 	}
@@ -115,9 +123,10 @@ func (c *Controller) adoptionCheck(job *batchv1.Job) func(context.Context) error
 	}
 }
 
-// PodsOf lists the pods the Job controls, from the cache.
+// PodsOf lists the pods the Job controls, from the cache: those of its
+// namespace whose controller reference names its UID.
 func (c *Controller) PodsOf(job *batchv1.Job) ([]*corev1.Pod, error) {
-	objs, err := c.podIndex.ByIndex(controllerUIDIndex, string(job.UID))
+	objs, err := c.podIndex.ByIndex(controllerUIDIndex, controllerIndexKey(job.Namespace, job.UID))
 	if err != nil {
 		return nil, err
 	}

@@ -102,6 +102,14 @@ func TestClaimPods(t *testing.T) {
 		cached:      []runtime.Object{job, other, matching("deleting", terminating), newPod("unrelated", nil, relabelled), newPod("others", other, withLabels(job.Spec.Template.Labels))},
 		wantPlanned: []plannedPod{},
 	}, {
+		// Owner references are namespace-local: neither pod is the Job's, and
+		// the one naming its UID does not break its sync.
+		name: "pods of another namespace, controlled by the Job's UID or matching its selector: not the Job's, not adopted",
+		cached: []runtime.Object{job, newPod("own", job),
+			newPod("intruder", job, inNamespace("other-team"), withLabels(job.Spec.Template.Labels), succeeded),
+			matching("stray", inNamespace("other-team"))},
+		wantPlanned: []plannedPod{{"own", "job-uid", []string{testFinalizer}}},
+	}, {
 		name:   "orphan gone before its adoption: ignored",
 		cached: []runtime.Object{job, matching("orphan")},
 		inject: func(f *fixture) {

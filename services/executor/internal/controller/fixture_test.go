@@ -403,6 +403,8 @@ func withFinalizers(fs ...string) podOption { return func(p *corev1.Pod) { p.Fin
 
 func withLabels(l map[string]string) podOption { return func(p *corev1.Pod) { p.Labels = l } }
 
+func inNamespace(ns string) podOption { return func(p *corev1.Pod) { p.Namespace = ns } }
+
 func terminating(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(testNow)) }
 
 func succeeded(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }

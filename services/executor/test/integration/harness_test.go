@@ -23,20 +23,34 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/lib/kubetest"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/controller"
 	"github.com/jobplane/jobplane/services/executor/internal/plannerclient"
+	"github.com/jobplane/jobplane/services/executor/internal/svc"
 )
 
 const managedBy = "jobplane.dev/executor"
 
-// env is an apiserver, a planner and a running controller.
+// env is an apiserver, a planner, a running controller and the executor's
+// gRPC API in front of it.
 type env struct {
 	client kubernetes.Interface
 	// requests records the API requests of the controller.
 	requests *requestLog
+	ctrl     *controller.Controller
+	// api is ExecutorService over the controller; its callers are anonymous
+	// and allowed everything.
+	api jobplanev1.ExecutorServiceClient
 }
+
+// leading is the controller as the service's Runner of a sole replica.
+type leading struct{ *controller.Controller }
+
+func (leading) Leader() (bool, string) { return true, "" }
 
 // request is one API call of the controller and its answer.
 type request struct {
@@ -118,7 +132,17 @@ func start(t *testing.T) *env {
 		plans.Close()
 		conn.Close()
 	})
-	return &env{client: api.Client, requests: log}
+	impersonate, err := svc.Impersonating(api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpctest.Start(t, func(s *grpcserver.Server) {
+		s.RegisterService(&jobplanev1.ExecutorService_ServiceDesc, svc.NewExecutorService(svc.Config{
+			Client: api.Client, Impersonate: impersonate, Jobs: ctrl.Jobs(), PodsOf: ctrl.PodsOf, Runner: leading{ctrl},
+			ManagedBy: managedBy, Log: slog.New(slog.DiscardHandler),
+		}))
+	})
+	return &env{client: api.Client, requests: log, ctrl: ctrl, api: jobplanev1.NewExecutorServiceClient(srv.Conn)}
 }
 
 func namespace(t *testing.T, client kubernetes.Interface, name string) {

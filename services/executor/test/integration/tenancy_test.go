@@ -1,0 +1,164 @@
+package integration
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/plan"
+)
+
+// A tenant of namespace team-a points pods at team-b's Job: one whose
+// controller reference names the Job's UID (with its controller-uid label,
+// jobplane's finalizer and a Succeeded phase), one matching its selector
+// without an owner. Owner references are namespace-local, so neither is the
+// Job's: team-b's Job is not seen through (GetJob), not disturbed (its syncs,
+// suspension, resumption and completion count its own pods only), and the
+// foreign pods are neither adopted nor deleted.
+func TestPodsInAnotherNamespaceAreNotTheJobs(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	const attacker, victim = "team-a", "team-b"
+	namespace(t, e.client, attacker)
+	namespace(t, e.client, victim)
+	job, err := e.client.BatchV1().Jobs(victim).Create(ctx, newJob(victim, "victim-job", 2, 2), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the victim's two pods", func() (bool, error) {
+		pods, err := e.client.CoreV1().Pods(victim).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 2, err
+	})
+
+	intruder := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: attacker, Name: "intruder",
+			Labels:          job.Spec.Selector.MatchLabels,
+			Finalizers:      []string{plan.DefaultTrackingFinalizer},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))},
+		},
+		Spec: job.Spec.Template.Spec,
+	}
+	created := createSucceededPod(t, e, intruder)
+	stray := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: "stray", Labels: job.Spec.Selector.MatchLabels},
+		Spec:       job.Spec.Template.Spec,
+	}
+	createSucceededPod(t, e, stray)
+
+	assertOnlyOwnPods := func(t *testing.T) {
+		t.Helper()
+		got, err := e.api.GetJob(ctx, &jobplanev1.GetJobRequest{Namespace: victim, Name: "victim-job", IncludePods: true})
+		if err != nil {
+			t.Fatalf("GetJob: %v", err)
+		}
+		for _, p := range got.GetPods() {
+			if p.GetMetadata().GetNamespace() != victim {
+				t.Fatalf("GetJob of %s/victim-job returned pod %s/%s", victim, p.GetMetadata().GetNamespace(), p.GetMetadata().GetName())
+			}
+		}
+		pods, err := e.ctrl.PodsOf(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods {
+			if p.Namespace != victim {
+				t.Fatalf("PodsOf the victim holds %s/%s", p.Namespace, p.Name)
+			}
+		}
+	}
+	assertOnlyOwnPods(t)
+	if _, err := e.api.SyncJob(ctx, &jobplanev1.SyncJobRequest{Namespace: victim, Name: "victim-job"}); err != nil {
+		t.Fatalf("SyncJob of the victim with a foreign pod pointing at it: %v", err)
+	}
+
+	setSuspend(t, e, victim, "victim-job", true)
+	waitFor(t, 30*time.Second, "the suspended victim without active pods", func() (bool, error) {
+		j, err := e.client.BatchV1().Jobs(victim).Get(ctx, "victim-job", metav1.GetOptions{})
+		return err == nil && j.Status.Active == 0 && hasCondition(j, batchv1.JobSuspended), err
+	})
+	setSuspend(t, e, victim, "victim-job", false)
+	waitFor(t, 60*time.Second, "the resumed victim to complete", func() (bool, error) {
+		finishPods(t, e.client, victim)
+		j, err := e.client.BatchV1().Jobs(victim).Get(ctx, "victim-job", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, cond := finished(j)
+		return cond == batchv1.JobComplete, nil
+	})
+	assertOnlyOwnPods(t)
+	j, err := e.client.BatchV1().Jobs(victim).Get(ctx, "victim-job", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status.Succeeded != 2 || j.Status.Failed != 0 {
+		t.Fatalf("victim succeeded %d failed %d, want 2 and 0 (the foreign Succeeded pods counted?)", j.Status.Succeeded, j.Status.Failed)
+	}
+
+	// The attacker's pods stay as they were, but for jobplane's finalizer:
+	// no Job of jobplane in team-a controls the intruder, so it is an
+	// orphan there and its finalizer is removed, as any orphan's.
+	for _, name := range []string{"intruder", "stray"} {
+		p, err := e.client.CoreV1().Pods(attacker).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the attacker's pod %s: %v", name, err)
+		}
+		if p.DeletionTimestamp != nil {
+			t.Fatalf("the attacker's pod %s is being deleted", name)
+		}
+		if name == "stray" && len(p.OwnerReferences) > 0 {
+			t.Fatalf("the stray pod was adopted across namespaces: %v", p.OwnerReferences)
+		}
+		if name == "intruder" && (len(p.OwnerReferences) != 1 || p.OwnerReferences[0].UID != created.OwnerReferences[0].UID) {
+			t.Fatalf("the intruder's owner references changed: %v", p.OwnerReferences)
+		}
+	}
+	assertNoFinalizerLeft(t, e, victim)
+	assertNoFinalizerLeft(t, e, attacker)
+}
+
+// createSucceededPod creates pod and plays the kubelet: it has run and
+// succeeded.
+func createSucceededPod(t *testing.T, e *env, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	created, err := e.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	now := metav1.Now()
+	created.Status.Phase = corev1.PodSucceeded
+	created.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, StartedAt: now, FinishedAt: now},
+	}}}
+	updated, err := e.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("finishing pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	return updated
+}
+
+func setSuspend(t *testing.T, e *env, ns, name string, suspend bool) {
+	t.Helper()
+	patch := []byte(`{"spec":{"suspend":false}}`)
+	if suspend {
+		patch = []byte(`{"spec":{"suspend":true}}`)
+	}
+	if _, err := e.client.BatchV1().Jobs(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("setting suspend=%v on %s/%s: %v", suspend, ns, name, err)
+	}
+}
+
+func hasCondition(job *batchv1.Job, typ batchv1.JobConditionType) bool {
+	return slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool {
+		return c.Type == typ && c.Status == corev1.ConditionTrue
+	})
+}
