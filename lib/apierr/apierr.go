@@ -11,75 +11,93 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Domain of the ErrorInfo details jobplane attaches.
 const Domain = "jobplane.dev"
 
-// Violation is one invalid field: its path in Kubernetes JSON form
-// ("job.spec.completions", "pods[2].metadata.uid") and what is wrong with it.
+// Violation is one invalid field as a client reads it from a status: its
+// path in Kubernetes JSON form ("job.spec.completions",
+// "pods[2].metadata.uid") and what is wrong with it.
 type Violation struct {
 	Field       string
 	Description string
 }
 
-// Violations collects field violations while a request is checked.
-type Violations []Violation
-
-// Add records a violation of field.
-func (v *Violations) Add(field, format string, args ...any) {
-	*v = append(*v, Violation{Field: field, Description: fmt.Sprintf(format, args...)})
-}
-
-// Err is nil when nothing was recorded, else InvalidArgument carrying every
-// violation as google.rpc.BadRequest field violations.
-func (v Violations) Err(summary string) error {
-	if len(v) == 0 {
+// Invalid is the one way validation errors become a status: nil when errs is
+// empty, else an *InvalidError. Validation everywhere returns
+// field.ErrorList, as the API server's does; the handler passes it here.
+func Invalid(summary string, errs field.ErrorList) error {
+	if len(errs) == 0 {
 		return nil
 	}
-	return InvalidArgument(summary, v...)
+	return &InvalidError{Summary: summary, Errs: errs}
 }
 
-// InvalidArgument returns an InvalidArgument status whose message lists the
-// violations after summary and whose details carry them as BadRequest.
-func InvalidArgument(summary string, violations ...Violation) error {
+// InvalidError is a request that failed validation. Its status is
+// InvalidArgument with a message listing each error after Summary and
+// google.rpc.BadRequest field violations (the field's path, the error's body
+// in the API server's words: "Required value", "Invalid value: 3: ...").
+type InvalidError struct {
+	Summary string
+	Errs    field.ErrorList
+}
+
+func (e *InvalidError) Error() string { return e.GRPCStatus().Message() }
+
+// GRPCStatus makes the error a status error for grpc-go and status.FromError.
+func (e *InvalidError) GRPCStatus() *status.Status {
 	br := &errdetails.BadRequest{}
-	msgs := make([]string, 0, len(violations))
-	for _, v := range violations {
+	msgs := make([]string, 0, len(e.Errs))
+	for _, fe := range e.Errs {
 		br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{
-			Field:       v.Field,
-			Description: v.Description,
+			Field:       fe.Field,
+			Description: fe.ErrorBody(),
 		})
-		msgs = append(msgs, v.Field+": "+v.Description)
+		msgs = append(msgs, fe.Field+": "+fe.ErrorBody())
 	}
-	msg := summary
+	msg := e.Summary
 	if len(msgs) > 0 {
 		msg += ": " + strings.Join(msgs, "; ")
 	}
 	return withDetails(codes.InvalidArgument, msg, br, "INVALID_ARGUMENT", nil)
 }
 
+// Prefixed returns errs with each path under prefix (prefix.field), for
+// errors of a part of a request validated on its own.
+func Prefixed(prefix *field.Path, errs field.ErrorList) field.ErrorList {
+	out := make(field.ErrorList, len(errs))
+	for i, fe := range errs {
+		moved := *fe
+		moved.Field = prefix.String() + "." + fe.Field
+		out[i] = &moved
+	}
+	return out
+}
+
 // New returns a status with code and message and an ErrorInfo whose reason is
 // reason (upper snake case, for example "JOB_NOT_FOUND") and whose metadata is
 // meta.
 func New(code codes.Code, reason string, meta map[string]string, format string, args ...any) error {
-	return withDetails(code, fmt.Sprintf(format, args...), nil, reason, meta)
+	return withDetails(code, fmt.Sprintf(format, args...), nil, reason, meta).Err()
 }
 
-func withDetails(code codes.Code, msg string, br *errdetails.BadRequest, reason string, meta map[string]string) error {
+func withDetails(code codes.Code, msg string, br *errdetails.BadRequest, reason string, meta map[string]string) *status.Status {
 	st := status.New(code, msg)
 	info := &errdetails.ErrorInfo{Reason: reason, Domain: Domain, Metadata: meta}
-	var err error
+	var details []protoadapt.MessageV1
+	details = append(details, info)
 	if br != nil {
-		st, err = st.WithDetails(info, br)
-	} else {
-		st, err = st.WithDetails(info)
+		details = append(details, br)
 	}
+	withDetails, err := st.WithDetails(details...)
 	if err != nil {
 		// Only fails for messages that cannot be marshalled; ours always can.
-		return status.Error(code, msg)
+		return st
 	}
-	return st.Err()
+	return withDetails
 }
 
 // FieldViolations returns the BadRequest field violations of err, sorted by

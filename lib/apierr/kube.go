@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // FromKube maps an error of the Kubernetes API to the gRPC status a caller
@@ -40,4 +41,39 @@ func FromKube(err error) error {
 func isNetError(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne)
+}
+
+// noField is how the API server names the field of a cause about no field.
+const noField = "<nil>"
+
+// KubeCauses returns the causes of the API server's Invalid answer as
+// errors, in its words, their paths under prefix (nil: as they are). Causes
+// about no field (such as the note that CEL rules wait for the schema's
+// checks) are left out; without any cause, err itself is the error of
+// prefix.
+func KubeCauses(err error, prefix *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Details != nil {
+		for _, c := range st.Status().Details.Causes {
+			if c.Field == noField {
+				continue
+			}
+			errs = append(errs, field.Invalid(childOf(prefix, c.Field), field.OmitValueType{}, c.Message))
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, field.Invalid(childOf(prefix, ""), field.OmitValueType{}, err.Error()))
+	}
+	return errs
+}
+
+func childOf(prefix *field.Path, name string) *field.Path {
+	switch {
+	case prefix == nil:
+		return field.NewPath(name)
+	case name == "":
+		return prefix
+	}
+	return prefix.Child(name)
 }

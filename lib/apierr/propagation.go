@@ -1,18 +1,20 @@
 package apierr
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
 
-// PropagationPolicy reads a delete request's propagation policy: empty is
-// Background (as kubectl), an unknown one a violation of field.
-func PropagationPolicy(v *Violations, field, policy string) metav1.DeletionPropagation {
+// PropagationPolicy reads a delete request's propagation policy at path:
+// empty is Background (as kubectl), an unknown one an error.
+func PropagationPolicy(path *field.Path, policy string) (metav1.DeletionPropagation, *field.Error) {
 	propagation := metav1.DeletionPropagation(policy)
 	switch propagation {
 	case "":
-		return metav1.DeletePropagationBackground
+		return metav1.DeletePropagationBackground, nil
 	case metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan:
-	default:
-		v.Add(field, "Unsupported value: %q: supported values: %q, %q, %q", propagation,
-			metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan)
+		return propagation, nil
 	}
-	return propagation
+	return propagation, field.NotSupported(path, propagation, []metav1.DeletionPropagation{
+		metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan})
 }

@@ -3,13 +3,11 @@ package jobvalidation
 import (
 	"testing"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
-	"github.com/jobplane/jobplane/lib/apierr"
 )
 
 func contractJob(t *testing.T) *jobplanev1.Job {
@@ -28,9 +26,9 @@ func contractJob(t *testing.T) *jobplanev1.Job {
 }
 
 func TestCheckReturnsTheJobDefaulted(t *testing.T) {
-	job, err := Check(contractJob(t), "job")
-	if err != nil {
-		t.Fatal(err)
+	job, errs := Check(contractJob(t), field.NewPath("job"))
+	if len(errs) > 0 {
+		t.Fatal(errs)
 	}
 	if *job.Spec.Completions != 1 || *job.Spec.Parallelism != 1 || *job.Spec.BackoffLimit != 6 || len(job.Spec.Template.Spec.Containers) != 1 {
 		t.Errorf("not defaulted or template lost: %+v", job.Spec)
@@ -66,13 +64,10 @@ func TestCheckReportsViolationsUnderTheGivenField(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := Check(tc.job(contractJob(t)), "req.job")
-			if status.Code(err) != codes.InvalidArgument {
-				t.Fatalf("got %v, want InvalidArgument", err)
-			}
+			_, errs := Check(tc.job(contractJob(t)), field.NewPath("req", "job"))
 			var got []string
-			for _, v := range apierr.FieldViolations(err) {
-				got = append(got, v.Field)
+			for _, e := range errs {
+				got = append(got, e.Field)
 			}
 			if len(got) != len(tc.want) || got[0] != tc.want[0] {
 				t.Errorf("violations %v, want %v", got, tc.want)

@@ -1,7 +1,7 @@
 package plan
 
 import (
-	"fmt"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
-	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 )
 
@@ -112,10 +111,10 @@ func BackoffRecordFromProto(b *jobplanev1.BackoffRecord) *BackoffRecord {
 }
 
 // FromProto converts a plan from the contract, checking what performing it
-// relies on; violations are reported with their paths under field (for
-// example "plan.actions[2].deletePods.pods[0].uid").
-func FromProto(p *jobplanev1.SyncPlan, field string) (*Plan, error) {
-	var v apierr.Violations
+// relies on; errors have their paths under path (for example
+// "plan.actions[2].deletePods.pods[0].uid").
+func FromProto(p *jobplanev1.SyncPlan, path *field.Path) (*Plan, field.ErrorList) {
+	var errs field.ErrorList
 	out := &Plan{Summary: p.GetSummary(), ReleaseJobState: p.GetReleaseJobState(), Actions: make([]Action, 0, len(p.GetActions()))}
 	if m := p.GetMetrics(); m != nil {
 		out.Metrics = Metrics{
@@ -132,25 +131,24 @@ func FromProto(p *jobplanev1.SyncPlan, field string) (*Plan, error) {
 		}
 	}
 	for i, a := range p.GetActions() {
-		path := fmt.Sprintf("%s.actions[%d]", field, i)
-		if act := actionFromProto(a, path, &v); act != nil {
+		if act := actionFromProto(a, path.Child("actions").Index(i), &errs); act != nil {
 			out.Actions = append(out.Actions, act)
 		}
 	}
-	if err := v.Err("invalid plan"); err != nil {
-		return nil, err
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	return out, nil
 }
 
-func actionFromProto(a *jobplanev1.Action, path string, v *apierr.Violations) Action {
+func actionFromProto(a *jobplanev1.Action, path *field.Path, errs *field.ErrorList) Action {
 	because := Because{Reason: a.GetReason(), Explanation: a.GetExplanation()}
 	switch k := a.GetKind().(type) {
 	case *jobplanev1.Action_CreatePods:
 		out := CreatePods{Because: because, CreationReason: k.CreatePods.GetCreationReason()}
 		for i, p := range k.CreatePods.GetPods() {
 			if p.GetGenerateName() == "" {
-				v.Add(fmt.Sprintf("%s.createPods.pods[%d].generateName", path, i), "Required value")
+				*errs = append(*errs, field.Required(path.Child("createPods", "pods").Index(i).Child("generateName"), ""))
 			}
 			pod := PodToCreate{
 				CompletionIndex: p.CompletionIndex,
@@ -169,15 +167,15 @@ func actionFromProto(a *jobplanev1.Action, path string, v *apierr.Violations) Ac
 	case *jobplanev1.Action_DeletePods:
 		return DeletePods{
 			Because:                 because,
-			Pods:                    podRefsFromProto(k.DeletePods.GetPods(), path+".deletePods", v),
+			Pods:                    podRefsFromProto(k.DeletePods.GetPods(), path.Child("deletePods"), errs),
 			RemoveTrackingFinalizer: k.DeletePods.GetRemoveTrackingFinalizer(),
 			ExpectDeletions:         k.DeletePods.GetExpectDeletions(),
 		}
 	case *jobplanev1.Action_RemoveFinalizers:
-		return RemoveFinalizers{Because: because, Pods: podRefsFromProto(k.RemoveFinalizers.GetPods(), path+".removeFinalizers", v)}
+		return RemoveFinalizers{Because: because, Pods: podRefsFromProto(k.RemoveFinalizers.GetPods(), path.Child("removeFinalizers"), errs)}
 	case *jobplanev1.Action_WriteStatus:
 		if k.WriteStatus.GetStatus() == nil {
-			v.Add(path+".writeStatus.status", "Required value")
+			*errs = append(*errs, field.Required(path.Child("writeStatus", "status"), ""))
 		}
 		return WriteStatus{
 			Because:       because,
@@ -187,33 +185,36 @@ func actionFromProto(a *jobplanev1.Action, path string, v *apierr.Violations) Ac
 	case *jobplanev1.Action_RecordEvent:
 		e := k.RecordEvent
 		if t := e.GetType(); t != corev1.EventTypeNormal && t != corev1.EventTypeWarning {
-			v.Add(path+".recordEvent.type", "Unsupported value: %q: supported values: \"Normal\", \"Warning\"", t)
+			*errs = append(*errs, field.NotSupported(path.Child("recordEvent", "type"), t, []string{corev1.EventTypeNormal, corev1.EventTypeWarning}))
 		}
 		if e.GetReason() == "" {
-			v.Add(path+".recordEvent.reason", "Required value")
+			*errs = append(*errs, field.Required(path.Child("recordEvent", "reason"), ""))
 		}
 		because.Reason = e.GetReason()
 		return RecordEvent{Because: because, Type: e.GetType(), Message: e.GetMessage()}
 	case *jobplanev1.Action_Requeue:
 		after := k.Requeue.GetAfter()
-		if err := after.CheckValid(); after == nil || err != nil || after.AsDuration() < 0 {
-			v.Add(path+".requeue.after", "Invalid value: must be a non-negative duration")
+		switch {
+		case after == nil:
+			*errs = append(*errs, field.Required(path.Child("requeue", "after"), "a non-negative duration"))
+		case after.CheckValid() != nil || after.AsDuration() < 0:
+			*errs = append(*errs, field.Invalid(path.Child("requeue", "after"), after.String(), "must be a non-negative duration"))
 		}
 		return Requeue{Because: because, After: max(after.AsDuration(), time.Duration(0))}
 	default:
-		v.Add(path+".kind", "Required value: one of createPods, deletePods, removeFinalizers, writeStatus, recordEvent, requeue")
+		*errs = append(*errs, field.Required(path.Child("kind"), "one of createPods, deletePods, removeFinalizers, writeStatus, recordEvent, requeue"))
 		return nil
 	}
 }
 
-func podRefsFromProto(refs []*jobplanev1.PodRef, path string, v *apierr.Violations) []PodRef {
+func podRefsFromProto(refs []*jobplanev1.PodRef, path *field.Path, errs *field.ErrorList) []PodRef {
 	out := make([]PodRef, len(refs))
 	for i, r := range refs {
 		if r.GetName() == "" {
-			v.Add(fmt.Sprintf("%s.pods[%d].name", path, i), "Required value")
+			*errs = append(*errs, field.Required(path.Child("pods").Index(i).Child("name"), ""))
 		}
 		if r.GetUid() == "" {
-			v.Add(fmt.Sprintf("%s.pods[%d].uid", path, i), "Required value")
+			*errs = append(*errs, field.Required(path.Child("pods").Index(i).Child("uid"), ""))
 		}
 		out[i] = PodRef{Name: r.GetName(), UID: types.UID(r.GetUid()), CompletionIndex: r.CompletionIndex}
 	}

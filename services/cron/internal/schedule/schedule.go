@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/jobplane/jobplane/lib/apierr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Schedule is a parsed schedule in its time zone.
@@ -24,40 +23,44 @@ type Schedule struct {
 	wall *wallClock
 }
 
-// Field paths used in violations, relative to the message holding the
+// Fields are the paths of errors, relative to the message holding the
 // schedule (a CronJob's spec, or a PreviewSchedule request).
 type Fields struct {
-	Schedule string
-	TimeZone string
+	Schedule *field.Path
+	TimeZone *field.Path
 }
+
+// TZInScheduleDetail is the apiserver's reason to refuse TZ or CRON_TZ in a
+// schedule.
+const TZInScheduleDetail = "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
 
 // Parse parses spec in the IANA zone timeZone; nil timeZone means the local
 // zone of the process (the reference uses kube-controller-manager's). Every
-// problem is returned as a violation of fields, with the apiserver's messages.
-func Parse(spec string, timeZone *string, fields Fields) (Schedule, apierr.Violations) {
+// problem is returned as an error of fields, with the apiserver's messages.
+func Parse(spec string, timeZone *string, fields Fields) (Schedule, field.ErrorList) {
 	return ParseIn(spec, timeZone, time.Local, fields)
 }
 
 // ParseIn is Parse with the zone of a schedule without timeZone given, so
 // that pure callers never read the process's time.Local.
-func ParseIn(spec string, timeZone *string, local *time.Location, fields Fields) (Schedule, apierr.Violations) {
-	var v apierr.Violations
+func ParseIn(spec string, timeZone *string, local *time.Location, fields Fields) (Schedule, field.ErrorList) {
+	var errs field.ErrorList
 	if spec == "" {
-		v.Add(fields.Schedule, "Required value")
+		errs = append(errs, field.Required(fields.Schedule, ""))
 	} else {
 		if _, err := parseStandard(spec); err != nil {
-			v.Add(fields.Schedule, "Invalid value: %q: %v", spec, err)
+			errs = append(errs, field.Invalid(fields.Schedule, spec, err.Error()))
 		}
 		if strings.Contains(spec, "TZ") {
-			v.Add(fields.Schedule, "Invalid value: %q: cannot use TZ or CRON_TZ in schedule, use timeZone field instead", spec)
+			errs = append(errs, field.Invalid(fields.Schedule, spec, TZInScheduleDetail))
 		}
 	}
-	loc, tzViolation := loadTimeZone(timeZone, local)
-	if tzViolation != "" {
-		v.Add(fields.TimeZone, "%s", tzViolation)
+	loc, zoneErr := loadTimeZone(timeZone, local, fields.TimeZone)
+	if zoneErr != nil {
+		errs = append(errs, zoneErr)
 	}
-	if len(v) > 0 {
-		return Schedule{}, v
+	if len(errs) > 0 {
+		return Schedule{}, errs
 	}
 	// The reference hands the zone to robfig as a TZ= prefix; doing the same
 	// keeps every robfig rule (descriptors, @every) identical.
@@ -66,8 +69,7 @@ func ParseIn(spec string, timeZone *string, local *time.Location, fields Fields)
 	}
 	s, err := parseStandard(spec)
 	if err != nil {
-		v.Add(fields.Schedule, "Invalid value: %q: %v", spec, err)
-		return Schedule{}, v
+		return Schedule{}, field.ErrorList{field.Invalid(fields.Schedule, spec, err.Error())}
 	}
 	return inZone(s, loc), nil
 }
@@ -133,27 +135,27 @@ var validTimeZoneCharacters = regexp.MustCompile(`^[A-Za-z\.\-_0-9+]{1,14}$`)
 
 // loadTimeZone applies the apiserver's timeZone validation and loads the
 // zone; a non-empty second result is the violation.
-func loadTimeZone(timeZone *string, local *time.Location) (*time.Location, string) {
+func loadTimeZone(timeZone *string, local *time.Location, path *field.Path) (*time.Location, *field.Error) {
 	if timeZone == nil {
-		return local, ""
+		return local, nil
 	}
 	tz := *timeZone
 	if tz == "" {
-		return nil, fmt.Sprintf("Invalid value: %q: timeZone must be nil or non-empty string", tz)
+		return nil, field.Invalid(path, tz, "timeZone must be nil or non-empty string")
 	}
 	for _, part := range strings.Split(tz, "/") {
 		if part == "." || part == ".." || strings.HasPrefix(part, "-") || !validTimeZoneCharacters.MatchString(part) {
-			return nil, fmt.Sprintf("Invalid value: %q: unknown time zone %s", tz, tz)
+			return nil, field.Invalid(path, tz, "unknown time zone "+tz)
 		}
 	}
 	if strings.EqualFold(tz, "Local") {
-		return nil, fmt.Sprintf("Invalid value: %q: timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones", tz)
+		return nil, field.Invalid(path, tz, "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones")
 	}
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
-		return nil, fmt.Sprintf("Invalid value: %q: %v", tz, err)
+		return nil, field.Invalid(path, tz, err.Error())
 	}
-	return loc, ""
+	return loc, nil
 }
 
 // Location is the zone the schedule is read in.

@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-var fields = Fields{Schedule: "spec.schedule", TimeZone: "spec.timeZone"}
+var fields = Fields{Schedule: field.NewPath("spec", "schedule"), TimeZone: field.NewPath("spec", "timeZone")}
 
 func ptr(s string) *string { return &s }
 
@@ -49,7 +50,7 @@ func TestParseRejectsWhatTheAPIServerRejects(t *testing.T) {
 			}
 			found := false
 			for _, violation := range v {
-				if violation.Field == tc.field && strings.Contains(violation.Description, tc.message) {
+				if violation.Field == tc.field && strings.Contains(violation.ErrorBody(), tc.message) {
 					found = true
 				}
 			}

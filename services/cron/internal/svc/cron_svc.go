@@ -5,6 +5,7 @@ package svc
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/services/cron/internal/schedule"
 	"github.com/jobplane/jobplane/services/cron/internal/validation"
@@ -73,26 +75,24 @@ func (s *CronService) PreviewSchedule(_ context.Context, req *jobplanev1.Preview
 	if req.GetTimeZone() != "" {
 		tz = &req.TimeZone
 	}
-	sched, v := schedule.ParseIn(req.GetSchedule(), tz, s.cfg.Local, schedule.Fields{Schedule: "schedule", TimeZone: "timeZone"})
+	sched, errs := schedule.ParseIn(req.GetSchedule(), tz, s.cfg.Local, schedule.Fields{Schedule: field.NewPath("schedule"), TimeZone: field.NewPath("timeZone")})
 	ds := &cronapi.DaylightSavingPolicy{SkippedHour: req.GetDaylightSaving().GetSkippedHour(), RepeatedHour: req.GetDaylightSaving().GetRepeatedHour()}
-	for _, e := range validation.ValidateDaylightSaving(ds, field.NewPath("daylightSaving")) {
-		v.Add(e.Field, "%s", e.ErrorBody())
-	}
+	errs = append(errs, validation.ValidateDaylightSaving(ds, field.NewPath("daylightSaving"))...)
 	count := int(req.GetCount())
 	switch {
 	case count == 0:
 		count = defaultPreviewCount
 	case count < 0 || count > maxPreviewCount:
-		v.Add("count", "Invalid value: %d: must be between 1 and %d", count, maxPreviewCount)
+		errs = append(errs, field.Invalid(field.NewPath("count"), count, fmt.Sprintf("must be between 1 and %d", maxPreviewCount)))
 	}
 	from := time.Now()
 	if req.GetFrom() != nil {
 		if err := req.GetFrom().CheckValid(); err != nil {
-			v.Add("from", "Invalid value: %v", err)
+			errs = append(errs, field.Invalid(field.NewPath("from"), field.OmitValueType{}, err.Error()))
 		}
 		from = req.GetFrom().AsTime()
 	}
-	if err := v.Err("invalid PreviewSchedule request"); err != nil {
+	if err := apierr.Invalid("invalid PreviewSchedule request", errs); err != nil {
 		return nil, err
 	}
 	resp := &jobplanev1.PreviewScheduleResponse{}

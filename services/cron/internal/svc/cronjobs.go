@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"google.golang.org/grpc/codes"
@@ -43,12 +44,12 @@ func (s *CronService) CreateCronJob(ctx context.Context, req *jobplanev1.CreateC
 		return nil, err
 	}
 	validation.Default(c)
-	v := violationsOf(validation.ValidateCronJobCreate(c))
+	errs := validation.ValidateCronJobCreate(c)
 	if c.ResourceVersion != "" {
 		// The API server answers this with an internal error.
-		v.Add("metadata.resourceVersion", "Forbidden: must be empty to create a CronJob")
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "resourceVersion"), "must be empty to create a CronJob"))
 	}
-	if err := v.Err(invalidCronJob); err != nil {
+	if err := apierr.Invalid(invalidCronJob, errs); err != nil {
 		return nil, err
 	}
 	if s.cfg.CronJobs == nil {
@@ -72,9 +73,7 @@ func (s *CronService) CreateCronJob(ctx context.Context, req *jobplanev1.CreateC
 
 // GetCronJob reads a CronJob from the API server.
 func (s *CronService) GetCronJob(ctx context.Context, req *jobplanev1.GetCronJobRequest) (*jobplanev1.GetCronJobResponse, error) {
-	var v apierr.Violations
-	requireNamespaceAndName(&v, "", req.GetNamespace(), req.GetName())
-	if err := v.Err("invalid GetCronJob request"); err != nil {
+	if err := apierr.Invalid("invalid GetCronJob request", cronJobKey(nil, req.GetNamespace(), req.GetName())); err != nil {
 		return nil, err
 	}
 	if s.cfg.CronJobs == nil {
@@ -94,18 +93,18 @@ func (s *CronService) GetCronJob(ctx context.Context, req *jobplanev1.GetCronJob
 // ListCronJobs answers a page of the API server's list: its order (by
 // namespace and name) and its continue token as the page token.
 func (s *CronService) ListCronJobs(ctx context.Context, req *jobplanev1.ListCronJobsRequest) (*jobplanev1.ListCronJobsResponse, error) {
-	var v apierr.Violations
+	errs := apierr.Namespace(field.NewPath("namespace"), req.GetNamespace(), false)
 	if _, err := labels.Parse(req.GetLabelSelector()); err != nil {
-		v.Add("labelSelector", "Invalid value: %q: %v", req.GetLabelSelector(), err)
+		errs = append(errs, field.Invalid(field.NewPath("labelSelector"), req.GetLabelSelector(), err.Error()))
 	}
 	size := int64(req.GetPageSize())
 	switch {
 	case size == 0:
 		size = defaultPageSize
 	case size < 0 || size > maxPageSize:
-		v.Add("pageSize", "Invalid value: %d: must be between 1 and %d (0 means %d)", size, maxPageSize, defaultPageSize)
+		errs = append(errs, field.Invalid(field.NewPath("pageSize"), size, fmt.Sprintf("must be between 1 and %d (0 means %d)", maxPageSize, defaultPageSize)))
 	}
-	if err := v.Err("invalid ListCronJobs request"); err != nil {
+	if err := apierr.Invalid("invalid ListCronJobs request", errs); err != nil {
 		return nil, err
 	}
 	if s.cfg.CronJobs == nil {
@@ -139,8 +138,8 @@ func (s *CronService) ListCronJobs(ctx context.Context, req *jobplanev1.ListCron
 // server says BadRequest for a malformed one and Gone for an expired one.
 func (s *CronService) listError(err error, token string) error {
 	if token != "" && (apierrors.IsBadRequest(err) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
-		return apierr.InvalidArgument("invalid ListCronJobs request",
-			apierr.Violation{Field: "pageToken", Description: "Invalid value: " + err.Error() + "; list again from the first page (empty page token)"})
+		return apierr.Invalid("invalid ListCronJobs request", field.ErrorList{field.Invalid(field.NewPath("pageToken"), field.OmitValueType{},
+			err.Error()+"; list again from the first page (empty page token)")})
 	}
 	return s.kubeError(err)
 }
@@ -154,9 +153,7 @@ func (s *CronService) UpdateCronJob(ctx context.Context, req *jobplanev1.UpdateC
 	if err != nil {
 		return nil, err
 	}
-	var v apierr.Violations
-	requireNamespaceAndName(&v, "metadata.", desired.Namespace, desired.Name)
-	if err := v.Err(invalidCronJob); err != nil {
+	if err := apierr.Invalid(invalidCronJob, cronJobKey(field.NewPath("metadata"), desired.Namespace, desired.Name)); err != nil {
 		return nil, err
 	}
 	if s.cfg.CronJobs == nil {
@@ -202,7 +199,7 @@ func (s *CronService) replaceSpec(ctx context.Context, cronJobs dynamic.Resource
 		c.ResourceVersion = desired.ResourceVersion
 	}
 	validation.Default(c)
-	if err := violationsOf(validation.ValidateCronJobUpdate(c, old)).Err(invalidCronJob); err != nil {
+	if err := apierr.Invalid(invalidCronJob, validation.ValidateCronJobUpdate(c, old)); err != nil {
 		return nil, err
 	}
 	if u, err = cronapi.ToUnstructured(c); err != nil {
@@ -214,10 +211,12 @@ func (s *CronService) replaceSpec(ctx context.Context, cronJobs dynamic.Resource
 // DeleteCronJob deletes a CronJob; its Jobs follow by the propagation
 // policy (background by default, as kubectl does).
 func (s *CronService) DeleteCronJob(ctx context.Context, req *jobplanev1.DeleteCronJobRequest) (*jobplanev1.DeleteCronJobResponse, error) {
-	var v apierr.Violations
-	requireNamespaceAndName(&v, "", req.GetNamespace(), req.GetName())
-	propagation := apierr.PropagationPolicy(&v, "propagationPolicy", req.GetPropagationPolicy())
-	if err := v.Err("invalid DeleteCronJob request"); err != nil {
+	errs := cronJobKey(nil, req.GetNamespace(), req.GetName())
+	propagation, policyErr := apierr.PropagationPolicy(field.NewPath("propagationPolicy"), req.GetPropagationPolicy())
+	if policyErr != nil {
+		errs = append(errs, policyErr)
+	}
+	if err := apierr.Invalid("invalid DeleteCronJob request", errs); err != nil {
 		return nil, err
 	}
 	if s.cfg.CronJobs == nil {
@@ -235,8 +234,8 @@ func (s *CronService) DeleteCronJob(ctx context.Context, req *jobplanev1.DeleteC
 func cronJobToKube(c *jobplanev1.CronJob) (*cronapi.CronJob, error) {
 	out, err := kubeconv.CronJobToKube(withJobSpec(c))
 	if err != nil {
-		return nil, apierr.InvalidArgument(invalidCronJob,
-			apierr.Violation{Field: "spec.jobTemplate.spec.template.spec", Description: "Invalid value: " + err.Error()})
+		return nil, apierr.Invalid(invalidCronJob, field.ErrorList{
+			field.Invalid(field.NewPath("spec", "jobTemplate", "spec", "template", "spec"), field.OmitValueType{}, err.Error())})
 	}
 	return out, nil
 }
@@ -276,24 +275,13 @@ func (s *CronService) cronJobFromKube(u *unstructured.Unstructured) (*jobplanev1
 	return out, nil
 }
 
-// violationsOf turns validation errors into field violations worded as the
-// API server's causes.
-func violationsOf(errs field.ErrorList) apierr.Violations {
-	var v apierr.Violations
-	for _, e := range errs {
-		v.Add(e.Field, "%s", e.ErrorBody())
+// cronJobKey checks the namespace and name a request names a CronJob by,
+// under parent (nil: at the top).
+func cronJobKey(parent *field.Path, namespace, name string) field.ErrorList {
+	if parent == nil {
+		return apierr.ObjectKey(field.NewPath("namespace"), field.NewPath("name"), namespace, name)
 	}
-	return v
-}
-
-// requireNamespaceAndName records the missing ones, under prefix.
-func requireNamespaceAndName(v *apierr.Violations, prefix, namespace, name string) {
-	if namespace == "" {
-		v.Add(prefix+"namespace", "Required value")
-	}
-	if name == "" {
-		v.Add(prefix+"name", "Required value")
-	}
+	return apierr.ObjectKey(parent.Child("namespace"), parent.Child("name"), namespace, name)
 }
 
 // withoutCluster answers an RPC that needs the API server when the service
@@ -314,34 +302,13 @@ func (s *CronService) kubeError(err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return status.FromContextError(err).Err()
 	case apierrors.IsInvalid(err):
-		return causesOf(err)
+		return apierr.Invalid("the API server rejected the CronJob", apierr.KubeCauses(err, nil))
 	}
 	mapped := apierr.FromKube(err)
 	if status.Code(mapped) == codes.Internal {
 		return s.internal("calling the Kubernetes API", err)
 	}
 	return mapped
-}
-
-// noField is how the API server names the field of a cause about no field.
-const noField = "<nil>"
-
-// causesOf answers the API server's refusal of a CronJob with its causes.
-func causesOf(err error) error {
-	var v apierr.Violations
-	var st apierrors.APIStatus
-	if errors.As(err, &st) && st.Status().Details != nil {
-		for _, c := range st.Status().Details.Causes {
-			if c.Field == noField {
-				continue // the note that CEL rules wait for the schema's checks
-			}
-			v.Add(c.Field, "%s", c.Message)
-		}
-	}
-	if len(v) == 0 {
-		v.Add("", "%s", err.Error())
-	}
-	return v.Err("the API server rejected the CronJob")
 }
 
 // internal logs an unexpected failure and answers it without its cause.

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
@@ -33,46 +34,42 @@ func (s *CronService) PlanCronJob(_ context.Context, req *jobplanev1.PlanCronJob
 
 // planInput checks and converts a PlanCronJob request.
 func planInput(req *jobplanev1.PlanCronJobRequest, local *time.Location) (decide.Input, error) {
-	var v apierr.Violations
-	meta := req.GetCronJob().GetMetadata()
+	var errs field.ErrorList
+	meta, metaPath := req.GetCronJob().GetMetadata(), field.NewPath("cronJob", "metadata")
 	if req.GetCronJob() == nil {
-		v.Add("cronJob", "Required value")
+		errs = append(errs, field.Required(field.NewPath("cronJob"), ""))
 	} else {
-		for _, f := range []struct{ field, value string }{
-			{"cronJob.metadata.name", meta.GetName()},
-			{"cronJob.metadata.namespace", meta.GetNamespace()},
-			{"cronJob.metadata.uid", meta.GetUid()},
-		} {
-			if f.value == "" {
-				v.Add(f.field, "Required value")
-			}
+		errs = append(errs, cronJobKey(metaPath, meta.GetNamespace(), meta.GetName())...)
+		if meta.GetUid() == "" {
+			errs = append(errs, field.Required(metaPath.Child("uid"), ""))
 		}
 		if meta.GetCreationTimestamp() == nil {
-			v.Add("cronJob.metadata.creationTimestamp", "Required value")
+			errs = append(errs, field.Required(metaPath.Child("creationTimestamp"), ""))
 		}
 	}
 	if req.GetNow() == nil {
-		v.Add("now", "Required value")
+		errs = append(errs, field.Required(field.NewPath("now"), ""))
 	} else if err := req.GetNow().CheckValid(); err != nil {
-		v.Add("now", "Invalid value: %v", err)
+		errs = append(errs, field.Invalid(field.NewPath("now"), field.OmitValueType{}, err.Error()))
 	}
 	cronJob, err := kubeconv.CronJobToKube(req.GetCronJob())
 	if err != nil {
-		v.Add("cronJob.spec.jobTemplate.spec.template.spec", "Invalid value: %v", err)
+		errs = append(errs, field.Invalid(field.NewPath("cronJob", "spec", "jobTemplate", "spec", "template", "spec"), field.OmitValueType{}, err.Error()))
 	}
 	jobs := make([]*batchv1.Job, 0, len(req.GetJobs()))
 	for i, j := range req.GetJobs() {
+		jobPath := field.NewPath("jobs").Index(i)
 		job, err := kubeconv.JobToKube(j, kubeconv.RestartPolicyOnly)
 		if err != nil {
-			v.Add(fieldIndex("jobs", i, "spec.template.spec"), "Invalid value: %v", err)
+			errs = append(errs, field.Invalid(jobPath.Child("spec", "template", "spec"), field.OmitValueType{}, err.Error()))
 			continue
 		}
 		if job.Name == "" {
-			v.Add(fieldIndex("jobs", i, "metadata.name"), "Required value")
+			errs = append(errs, field.Required(jobPath.Child("metadata", "name"), ""))
 		}
 		jobs = append(jobs, job)
 	}
-	if err := v.Err("invalid PlanCronJob request"); err != nil {
+	if err := apierr.Invalid("invalid PlanCronJob request", errs); err != nil {
 		return decide.Input{}, err
 	}
 	return decide.Input{CronJob: cronJob, Jobs: jobs, Now: req.GetNow().AsTime(), Local: local}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
@@ -11,9 +12,7 @@ import (
 
 // TriggerCronJob starts a run now, through the controller.
 func (s *CronService) TriggerCronJob(ctx context.Context, req *jobplanev1.TriggerCronJobRequest) (*jobplanev1.TriggerCronJobResponse, error) {
-	var v apierr.Violations
-	requireNamespaceAndName(&v, "", req.GetNamespace(), req.GetName())
-	if err := v.Err("invalid TriggerCronJob request"); err != nil {
+	if err := apierr.Invalid("invalid TriggerCronJob request", cronJobKey(nil, req.GetNamespace(), req.GetName())); err != nil {
 		return nil, err
 	}
 	if s.cfg.Runs == nil {
@@ -25,11 +24,10 @@ func (s *CronService) TriggerCronJob(ctx context.Context, req *jobplanev1.Trigge
 // BackfillCronJob runs the scheduled times of a past range, through the
 // controller.
 func (s *CronService) BackfillCronJob(ctx context.Context, req *jobplanev1.BackfillCronJobRequest) (*jobplanev1.BackfillCronJobResponse, error) {
-	var v apierr.Violations
-	requireNamespaceAndName(&v, "", req.GetNamespace(), req.GetName())
-	checkTimestamp(&v, "start", req.GetStart())
-	checkTimestamp(&v, "end", req.GetEnd())
-	if err := v.Err("invalid BackfillCronJob request"); err != nil {
+	errs := cronJobKey(nil, req.GetNamespace(), req.GetName())
+	errs = append(errs, checkTimestamp(field.NewPath("start"), req.GetStart())...)
+	errs = append(errs, checkTimestamp(field.NewPath("end"), req.GetEnd())...)
+	if err := apierr.Invalid("invalid BackfillCronJob request", errs); err != nil {
 		return nil, err
 	}
 	if s.cfg.Runs == nil {
@@ -38,10 +36,12 @@ func (s *CronService) BackfillCronJob(ctx context.Context, req *jobplanev1.Backf
 	return s.cfg.Runs.Backfill(ctx, req)
 }
 
-func checkTimestamp(v *apierr.Violations, field string, ts *timestamppb.Timestamp) {
+func checkTimestamp(path *field.Path, ts *timestamppb.Timestamp) field.ErrorList {
 	if ts == nil {
-		v.Add(field, "Required value")
-	} else if err := ts.CheckValid(); err != nil {
-		v.Add(field, "Invalid value: %v", err)
+		return field.ErrorList{field.Required(path, "")}
 	}
+	if err := ts.CheckValid(); err != nil {
+		return field.ErrorList{field.Invalid(path, field.OmitValueType{}, err.Error())}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 
@@ -26,10 +27,12 @@ import (
 // jobplane CronJob. Reading the Jobs themselves makes the stream resumable
 // across restarts and failovers, on any replica.
 func (s *CronService) WatchJobInstances(req *jobplanev1.WatchJobInstancesRequest, stream jobplanev1.CronService_WatchJobInstancesServer) error {
-	if req.GetCronJobName() != "" && req.GetNamespace() == "" {
-		return apierr.InvalidArgument("invalid WatchJobInstances request", apierr.Violation{
-			Field: "namespace", Description: "Required value: a CronJob is named by its namespace and name",
-		})
+	errs := apierr.Namespace(field.NewPath("namespace"), req.GetNamespace(), false)
+	if name := req.GetCronJobName(); name != "" {
+		errs = apierr.ObjectKey(field.NewPath("namespace"), field.NewPath("cronJobName"), req.GetNamespace(), name)
+	}
+	if err := apierr.Invalid("invalid WatchJobInstances request", errs); err != nil {
+		return err
 	}
 	if s.cfg.Kube == nil {
 		return withoutCluster("WatchJobInstances")

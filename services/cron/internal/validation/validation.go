@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
-	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/lib/jobvalidation"
 	"github.com/jobplane/jobplane/services/cron/internal/schedule"
@@ -40,11 +39,9 @@ const (
 	DefaultFailedJobsHistoryLimit     = 1
 )
 
-// Details of the schedule's errors, as the API server words them.
-const (
-	tzInScheduleDetail   = "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
-	tzWithTimeZoneDetail = "cannot use both timeZone field and TZ or CRON_TZ in schedule"
-)
+// tzWithTimeZoneDetail is the API server's reason to refuse TZ in a
+// schedule beside the timeZone field.
+const tzWithTimeZoneDetail = "cannot use both timeZone field and TZ or CRON_TZ in schedule"
 
 var (
 	concurrencyPolicies = []batchv1.ConcurrencyPolicy{
@@ -125,40 +122,20 @@ func validateScheduleAndTimeZone(spec, oldSpec *cronapi.CronJobSpec, fldPath *fi
 	schedulePath, zonePath := fldPath.Child("schedule"), fldPath.Child("timeZone")
 	allowTZInSchedule := oldSpec != nil && strings.Contains(oldSpec.Schedule, "TZ")
 	zoneUnchanged := oldSpec != nil && ptr.Equal(oldSpec.TimeZone, spec.TimeZone)
-	_, violations := schedule.Parse(spec.Schedule, spec.TimeZone, schedule.Fields{Schedule: schedulePath.String(), TimeZone: zonePath.String()})
+	_, parseErrs := schedule.Parse(spec.Schedule, spec.TimeZone, schedule.Fields{Schedule: schedulePath, TimeZone: zonePath})
 	var allErrs field.ErrorList
-	for _, v := range violations {
-		switch v.Field {
-		case schedulePath.String():
-			err := fieldError(schedulePath, spec.Schedule, v)
-			if allowTZInSchedule && err.Detail == tzInScheduleDetail {
-				continue
-			}
+	for _, err := range parseErrs {
+		switch {
+		case err.Field == schedulePath.String() && allowTZInSchedule && err.Detail == schedule.TZInScheduleDetail:
+		case err.Field == zonePath.String() && zoneUnchanged:
+		default:
 			allErrs = append(allErrs, err)
-		case zonePath.String():
-			if !zoneUnchanged {
-				allErrs = append(allErrs, fieldError(zonePath, ptr.Deref(spec.TimeZone, ""), v))
-			}
 		}
 	}
 	if allowTZInSchedule && strings.Contains(spec.Schedule, "TZ") && spec.TimeZone != nil {
 		allErrs = append(allErrs, field.Invalid(schedulePath, spec.Schedule, tzWithTimeZoneDetail))
 	}
 	return allErrs
-}
-
-// fieldError turns a violation of schedule.Parse, worded as the body of a
-// field error ("Required value", `Invalid value: "x": detail`), back into
-// the field error.
-func fieldError(path *field.Path, value string, v apierr.Violation) *field.Error {
-	if v.Description == field.ErrorTypeRequired.String() {
-		return field.Required(path, "")
-	}
-	detail, found := strings.CutPrefix(v.Description, fmt.Sprintf("%s: %q: ", field.ErrorTypeInvalid, value))
-	if !found {
-		detail = v.Description
-	}
-	return field.Invalid(path, value, detail)
 }
 
 func validateConcurrencyPolicy(policy batchv1.ConcurrencyPolicy, fldPath *field.Path) field.ErrorList {

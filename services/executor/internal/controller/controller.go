@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -300,9 +301,9 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 		c.metrics.plannerErrors.Inc()
 		return nil, nil, job, fmt.Errorf("asking the planner: %w", err)
 	}
-	p, err = plan.FromProto(resp, "plan")
-	if err != nil {
-		return nil, nil, job, fmt.Errorf("the planner's plan: %w", err)
+	p, errs := plan.FromProto(resp, field.NewPath("plan"))
+	if len(errs) > 0 {
+		return nil, nil, job, fmt.Errorf("the planner's plan: %w", errs.ToAggregate())
 	}
 	outcomes, after, err = c.perform(ctx, key, job, p)
 	c.metrics.recordSync(p, err, c.cfg.Clock.Since(start))

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
@@ -100,7 +101,7 @@ func (f *deltaPlanner) plan(held map[string]*heldSnapshot, req *jobplanev1.Strea
 	}
 	for _, p := range h.pods {
 		if p.GetMetadata().GetName() == "bad" {
-			return nil, apierr.InvalidArgument("invalid", apierr.Violation{Field: "pods", Description: "bad"})
+			return nil, apierr.Invalid("invalid", field.ErrorList{field.Invalid(field.NewPath("pods"), "bad", "bad")})
 		}
 	}
 	h.id = req.GetId()

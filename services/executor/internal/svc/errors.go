@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/jobplane/jobplane/lib/apierr"
 )
@@ -42,21 +43,8 @@ func (s *ExecutorService) fromKube(err error) error {
 	return mapped
 }
 
-// invalidJob answers the API server's causes as field violations.
+// invalidJob answers the API server's causes as errors of the request's
+// Job (paths under "job").
 func invalidJob(err error) error {
-	var causes apierr.Violations
-	var st apierrors.APIStatus
-	if errors.As(err, &st) && st.Status().Details != nil {
-		for _, c := range st.Status().Details.Causes {
-			field := "job"
-			if c.Field != "" {
-				field += "." + c.Field
-			}
-			causes.Add(field, "%s", c.Message)
-		}
-	}
-	if len(causes) == 0 {
-		causes.Add("job", "%s", err.Error())
-	}
-	return causes.Err("the API server rejected the Job")
+	return apierr.Invalid("the API server rejected the Job", apierr.KubeCauses(err, field.NewPath("job")))
 }

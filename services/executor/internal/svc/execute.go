@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
@@ -13,20 +14,19 @@ import (
 // Execute hands a plan to the controller, which performs it on the Job the
 // plan was computed for.
 func (s *ExecutorService) Execute(ctx context.Context, req *jobplanev1.ExecuteRequest) (*jobplanev1.ExecuteResponse, error) {
-	var v apierr.Violations
-	requireName(&v, req.GetNamespace(), req.GetName())
+	errs := jobKey(req.GetNamespace(), req.GetName())
 	if req.GetUid() == "" {
-		v.Add("uid", "Required value: the UID of the Job the plan was computed for")
+		errs = append(errs, field.Required(field.NewPath("uid"), "the UID of the Job the plan was computed for"))
 	}
 	var p *plan.Plan
 	if req.GetPlan() == nil {
-		v.Add("plan", "Required value")
-	} else if converted, err := plan.FromProto(req.GetPlan(), "plan"); err != nil {
-		v = append(v, apierr.FieldViolations(err)...)
+		errs = append(errs, field.Required(field.NewPath("plan"), ""))
 	} else {
-		p = converted
+		var planErrs field.ErrorList
+		p, planErrs = plan.FromProto(req.GetPlan(), field.NewPath("plan"))
+		errs = append(errs, planErrs...)
 	}
-	if err := v.Err("invalid Execute request"); err != nil {
+	if err := apierr.Invalid("invalid Execute request", errs); err != nil {
 		return nil, err
 	}
 	if err := s.mustLead(); err != nil {
@@ -46,9 +46,7 @@ func (s *ExecutorService) Execute(ctx context.Context, req *jobplanev1.ExecuteRe
 // SyncJob has the controller sync a Job now and answers the plan it
 // performed.
 func (s *ExecutorService) SyncJob(ctx context.Context, req *jobplanev1.SyncJobRequest) (*jobplanev1.SyncJobResponse, error) {
-	var v apierr.Violations
-	requireName(&v, req.GetNamespace(), req.GetName())
-	if err := v.Err("invalid SyncJob request"); err != nil {
+	if err := apierr.Invalid("invalid SyncJob request", jobKey(req.GetNamespace(), req.GetName())); err != nil {
 		return nil, err
 	}
 	if err := s.mustLead(); err != nil {

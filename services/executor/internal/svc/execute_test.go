@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
@@ -78,9 +79,9 @@ func TestExecute(t *testing.T) {
 }
 
 func TestSyncJob(t *testing.T) {
-	syncPlan, err := plan.FromProto(requeuePlan(5*time.Second), "plan")
-	if err != nil {
-		t.Fatal(err)
+	syncPlan, errs := plan.FromProto(requeuePlan(5*time.Second), field.NewPath("plan"))
+	if len(errs) > 0 {
+		t.Fatal(errs)
 	}
 	cases := []struct {
 		name   string

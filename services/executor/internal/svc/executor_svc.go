@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	batchv1listers "k8s.io/client-go/listers/batch/v1"
@@ -153,13 +154,7 @@ func (s *ExecutorService) jobToProto(job *batchv1.Job) (*jobplanev1.Job, error) 
 	return out, nil
 }
 
-// requireName records a violation for each of namespace and name that is
-// empty.
-func requireName(v *apierr.Violations, namespace, name string) {
-	if namespace == "" {
-		v.Add("namespace", "Required value")
-	}
-	if name == "" {
-		v.Add("name", "Required value")
-	}
+// jobKey checks the namespace and name a request names a Job by.
+func jobKey(namespace, name string) field.ErrorList {
+	return apierr.ObjectKey(field.NewPath("namespace"), field.NewPath("name"), namespace, name)
 }

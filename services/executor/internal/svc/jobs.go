@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 	"k8s.io/utils/ptr"
 
@@ -41,19 +42,16 @@ const (
 // service submits its runs as itself, as the built-in CronJob controller
 // creates them.
 func (s *ExecutorService) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJobRequest) (*jobplanev1.SubmitJobResponse, error) {
-	job, err := jobvalidation.Check(s.withManagedBy(req.GetJob()), "job")
-	if err != nil {
-		return nil, err
+	job, errs := jobvalidation.Check(s.withManagedBy(req.GetJob()), field.NewPath("job"))
+	if job != nil && !s.manages(job) {
+		errs = append(errs, field.Invalid(field.NewPath("job", "spec", "managedBy"), *job.Spec.ManagedBy,
+			fmt.Sprintf("jobplane runs only Jobs managed by %q (leave it empty for that)", s.cfg.ManagedBy)))
 	}
-	var v apierr.Violations
-	if !s.manages(job) {
-		v.Add("job.spec.managedBy", "Invalid value: %q: jobplane runs only Jobs managed by %q (leave it empty for that)", *job.Spec.ManagedBy, s.cfg.ManagedBy)
-	}
-	if job.ResourceVersion != "" {
+	if job != nil && job.ResourceVersion != "" {
 		// The API server answers this with an internal error.
-		v.Add("job.metadata.resourceVersion", "Forbidden: must be empty to create a Job")
+		errs = append(errs, field.Forbidden(field.NewPath("job", "metadata", "resourceVersion"), "must be empty to create a Job"))
 	}
-	if err := v.Err("invalid Job"); err != nil {
+	if err := apierr.Invalid("invalid Job", errs); err != nil {
 		return nil, err
 	}
 	if err := s.mustLead(); err != nil {
@@ -208,9 +206,7 @@ func submitterSpec(job *batchv1.Job) batchv1.JobSpec {
 // GetJob returns one of jobplane's Jobs from the informer cache and, on
 // request, its pods by name.
 func (s *ExecutorService) GetJob(_ context.Context, req *jobplanev1.GetJobRequest) (*jobplanev1.GetJobResponse, error) {
-	var v apierr.Violations
-	requireName(&v, req.GetNamespace(), req.GetName())
-	if err := v.Err("invalid GetJob request"); err != nil {
+	if err := apierr.Invalid("invalid GetJob request", jobKey(req.GetNamespace(), req.GetName())); err != nil {
 		return nil, err
 	}
 	job, err := s.cfg.Jobs.Jobs(req.GetNamespace()).Get(req.GetName())
@@ -243,23 +239,23 @@ func (s *ExecutorService) GetJob(_ context.Context, req *jobplanev1.GetJobReques
 // ListJobs answers a page of jobplane's Jobs from the informer cache, by
 // namespace and name.
 func (s *ExecutorService) ListJobs(_ context.Context, req *jobplanev1.ListJobsRequest) (*jobplanev1.ListJobsResponse, error) {
-	var v apierr.Violations
+	errs := apierr.Namespace(field.NewPath("namespace"), req.GetNamespace(), false)
 	selector, err := labels.Parse(req.GetLabelSelector())
 	if err != nil {
-		v.Add("labelSelector", "Invalid value: %q: %v", req.GetLabelSelector(), err)
+		errs = append(errs, field.Invalid(field.NewPath("labelSelector"), req.GetLabelSelector(), err.Error()))
 	}
 	size := int(req.GetPageSize())
 	switch {
 	case size == 0:
 		size = defaultPageSize
 	case size < 0 || size > maxPageSize:
-		v.Add("pageSize", "Invalid value: %d: must be between 1 and %d (0 means %d)", size, maxPageSize, defaultPageSize)
+		errs = append(errs, field.Invalid(field.NewPath("pageSize"), size, fmt.Sprintf("must be between 1 and %d (0 means %d)", maxPageSize, defaultPageSize)))
 	}
 	after, err := decodePageToken(req.GetPageToken())
 	if err != nil {
-		v.Add("pageToken", "Invalid value: %q: not a token of this API; leave it empty for the first page", req.GetPageToken())
+		errs = append(errs, field.Invalid(field.NewPath("pageToken"), req.GetPageToken(), "not a token of this API; leave it empty for the first page"))
 	}
-	if err := v.Err("invalid ListJobs request"); err != nil {
+	if err := apierr.Invalid("invalid ListJobs request", errs); err != nil {
 		return nil, err
 	}
 
@@ -327,10 +323,12 @@ func decodePageToken(token string) (*types.NamespacedName, error) {
 // DeleteJob deletes one of jobplane's Jobs, read live first so that neither
 // another controller's Job nor one recreated meanwhile is deleted.
 func (s *ExecutorService) DeleteJob(ctx context.Context, req *jobplanev1.DeleteJobRequest) (*jobplanev1.DeleteJobResponse, error) {
-	var v apierr.Violations
-	requireName(&v, req.GetNamespace(), req.GetName())
-	propagation := apierr.PropagationPolicy(&v, "propagationPolicy", req.GetPropagationPolicy())
-	if err := v.Err("invalid DeleteJob request"); err != nil {
+	errs := jobKey(req.GetNamespace(), req.GetName())
+	propagation, policyErr := apierr.PropagationPolicy(field.NewPath("propagationPolicy"), req.GetPropagationPolicy())
+	if policyErr != nil {
+		errs = append(errs, policyErr)
+	}
+	if err := apierr.Invalid("invalid DeleteJob request", errs); err != nil {
 		return nil, err
 	}
 	if err := s.mustLead(); err != nil {

@@ -7,6 +7,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
 
@@ -22,11 +23,13 @@ import (
 // it. It ends with OK when the client leaves or the server shuts down
 // (Config.Done).
 func (s *ExecutorService) WatchJobs(req *jobplanev1.WatchJobsRequest, stream jobplanev1.ExecutorService_WatchJobsServer) error {
+	errs := apierr.Namespace(field.NewPath("namespace"), req.GetNamespace(), false)
 	selector, err := labels.Parse(req.GetLabelSelector())
 	if err != nil {
-		return apierr.InvalidArgument("invalid WatchJobs request", apierr.Violation{
-			Field: "labelSelector", Description: "Invalid value: " + req.GetLabelSelector() + ": " + err.Error(),
-		})
+		errs = append(errs, field.Invalid(field.NewPath("labelSelector"), req.GetLabelSelector(), err.Error()))
+	}
+	if err := apierr.Invalid("invalid WatchJobs request", errs); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
@@ -31,14 +32,14 @@ func snapshotFromRequest(req *jobplanev1.PlanSyncRequest) (s *engine.Snapshot, r
 		c.IntoKube(p, &slab[i])
 		pods[i] = &slab[i]
 	}
-	if err := validation.Snapshot(req, pods).Err("invalid PlanSync snapshot"); err != nil {
+	if err := apierr.Invalid("invalid PlanSync snapshot", validation.Snapshot(req, pods)); err != nil {
 		release()
 		return nil, nil, err
 	}
 	job, err := jobFromProto(req.GetJob())
 	if err != nil {
 		release()
-		return nil, nil, apierr.InvalidArgument("invalid PlanSync snapshot", apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
+		return nil, nil, invalidTemplateSpec("invalid PlanSync snapshot", field.NewPath("job"), err)
 	}
 	return engineSnapshot(job, pods, req), release, nil
 }
@@ -101,12 +102,12 @@ func engineSnapshot(job *batchv1.Job, pods []*corev1.Pod, req validation.SyncFie
 // baseFromRequest checks a full snapshot of a stream, its pods converted,
 // and makes it the base of later deltas.
 func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod) (*baseSnapshot, error) {
-	if err := validation.Snapshot(req, pods).Err("invalid PlanSync snapshot"); err != nil {
+	if err := apierr.Invalid("invalid PlanSync snapshot", validation.Snapshot(req, pods)); err != nil {
 		return nil, err
 	}
 	job, err := jobFromProto(req.GetJob())
 	if err != nil {
-		return nil, apierr.InvalidArgument("invalid PlanSync snapshot", apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
+		return nil, invalidTemplateSpec("invalid PlanSync snapshot", field.NewPath("job"), err)
 	}
 	n := len(pods)
 	b := &baseSnapshot{
@@ -140,7 +141,7 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, 
 			"the planner holds no snapshot %q of Job %q on this stream: send the snapshot in full", d.GetBaseId(), d.GetJobUid())
 	}
 	base := validation.Base{Job: b.jobProto, Pods: len(b.order), Holds: func(uid string) bool { _, ok := b.index[uid]; return ok }}
-	if err := validation.Delta(d, upserted, base).Err("invalid PlanSync delta"); err != nil {
+	if err := apierr.Invalid("invalid PlanSync delta", validation.Delta(d, upserted, base)); err != nil {
 		b.dispose()
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, 
 		job, err := jobFromProto(d.GetJob())
 		if err != nil {
 			b.dispose()
-			return nil, apierr.InvalidArgument("invalid PlanSync delta", apierr.Violation{Field: "delta.job.spec.template.spec", Description: err.Error()})
+			return nil, invalidTemplateSpec("invalid PlanSync delta", field.NewPath("delta", "job"), err)
 		}
 		b.job, b.jobProto = job, d.GetJob()
 	}
@@ -218,4 +219,10 @@ func timeOrZero(t *timestamppb.Timestamp) time.Time {
 		return time.Time{}
 	}
 	return t.AsTime()
+}
+
+// invalidTemplateSpec answers a Job at jobPath whose pod template spec does
+// not convert to a pod spec.
+func invalidTemplateSpec(summary string, jobPath *field.Path, err error) error {
+	return apierr.Invalid(summary, field.ErrorList{field.Invalid(jobPath.Child("spec", "template", "spec"), field.OmitValueType{}, err.Error())})
 }

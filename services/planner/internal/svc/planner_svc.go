@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
@@ -99,7 +100,7 @@ func planStreamed(bases *streamSnapshots, req *streamRequest) (*jobplanev1.PlanS
 		bases.take(delta.GetJobUid()).dispose()
 		bases.take(full.GetJob().GetMetadata().GetUid()).dispose()
 		req.release()
-		return nil, apierr.InvalidArgument("invalid StreamPlanSync request", apierr.Violation{Field: "delta", Description: "Invalid value: exactly one of request and delta may be set"})
+		return nil, apierr.Invalid("invalid StreamPlanSync request", field.ErrorList{field.Invalid(field.NewPath("delta"), field.OmitValueType{}, "exactly one of request and delta may be set")})
 	case delta != nil:
 		b, err = applyDelta(bases, req.msg.GetId(), delta, req.deltaPods)
 		if err != nil {
@@ -137,13 +138,13 @@ func planBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFie
 
 // ValidateJob checks a Job as the API server would and returns it defaulted.
 func (s *PlannerService) ValidateJob(_ context.Context, req *jobplanev1.ValidateJobRequest) (*jobplanev1.ValidateJobResponse, error) {
-	job, err := jobvalidation.Check(req.GetJob(), "job")
-	if err != nil {
+	job, errs := jobvalidation.Check(req.GetJob(), field.NewPath("job"))
+	if err := apierr.Invalid("invalid Job", errs); err != nil {
 		return nil, err
 	}
 	defaulted, err := kubeconv.JobFromKube(job)
 	if err != nil {
-		return nil, apierr.InvalidArgument("invalid Job", apierr.Violation{Field: "job.spec.template.spec", Description: err.Error()})
+		return nil, invalidTemplateSpec("invalid Job", field.NewPath("job"), err)
 	}
 	return &jobplanev1.ValidateJobResponse{Job: defaulted}, nil
 }

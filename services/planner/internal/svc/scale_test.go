@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
@@ -118,7 +119,7 @@ func BenchmarkScale(b *testing.B) {
 						msg = wire(states[0].WireRequest(id))
 					}
 					p, size := call(msg)
-					if _, err := plan.FromProto(p, "plan"); err != nil {
+					if _, err := plan.FromProto(p, field.NewPath("plan")); err != nil {
 						b.Fatal(err)
 					}
 					if i == 0 {

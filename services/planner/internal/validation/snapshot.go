@@ -1,6 +1,6 @@
 // Package validation holds the planner's checks of a PlanSync snapshot: its
-// shape as an executor observing a cluster would send it. Violations carry
-// Kubernetes JSON paths. A Job's own validation is lib/jobvalidation's.
+// shape as an executor observing a cluster would send it. Errors are
+// field.ErrorList with Kubernetes JSON paths. A Job's own validation is lib/jobvalidation's.
 package validation
 
 import (
@@ -10,11 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/jobvalidation"
 )
+
+// omit leaves the value out of an error's body ("Invalid value: detail").
+var omit = field.OmitValueType{}
 
 // Bounds of a snapshot, beyond which it is refused rather than planned.
 const (
@@ -28,15 +32,15 @@ const (
 )
 
 // Snapshot checks that a PlanSync request describes a Job and its pods the
-// way an executor observing a cluster would: every violation is reported
-// with its path. pods are the request's, converted (the planner decodes a
+// way an executor observing a cluster would: every error is reported with
+// its path. pods are the request's, converted (the planner decodes a
 // stream's pods straight into Kubernetes pods): its own are not read.
-func Snapshot(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod) apierr.Violations {
-	var v apierr.Violations
-	checkSync(req, "", &v)
-	jobUID := checkJob(req.GetJob(), &v)
-	checkPods(pods, jobUID, req.GetJob().GetMetadata().GetNamespace(), "pods", &v)
-	return v
+func Snapshot(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod) field.ErrorList {
+	var errs field.ErrorList
+	checkSync(req, nil, &errs)
+	jobUID := checkJob(req.GetJob(), &errs)
+	checkPods(pods, jobUID, req.GetJob().GetMetadata().GetNamespace(), field.NewPath("pods"), &errs)
+	return errs
 }
 
 // SyncFields are the fields of a sync beside the Job and its pods, common to
@@ -49,29 +53,36 @@ type SyncFields interface {
 	GetTrackingFinalizer() string
 }
 
-// checkSync checks the fields of the sync; prefix is prepended to paths.
-func checkSync(req SyncFields, prefix string, v *apierr.Violations) {
+// checkSync checks the fields of the sync; paths are under parent (nil: at
+// the top).
+func checkSync(req SyncFields, parent *field.Path, errs *field.ErrorList) {
+	path := func(name string) *field.Path {
+		if parent == nil {
+			return field.NewPath(name)
+		}
+		return parent.Child(name)
+	}
 	if req.GetNow() == nil {
-		v.Add(prefix+"now", "Required value")
+		*errs = append(*errs, field.Required(path("now"), ""))
 	} else if err := req.GetNow().CheckValid(); err != nil {
-		v.Add(prefix+"now", "Invalid value: %v", err)
+		*errs = append(*errs, field.Invalid(path("now"), omit, err.Error()))
 	}
 	if f := req.GetTrackingFinalizer(); f != "" {
 		for _, msg := range utilvalidation.IsQualifiedName(f) {
-			v.Add(prefix+"trackingFinalizer", "Invalid value: %q: %s", f, msg)
+			*errs = append(*errs, field.Invalid(path("trackingFinalizer"), f, msg))
 		}
 	}
 	for i, uid := range req.GetFinalizerRemovalsInFlight() {
 		if uid == "" {
-			v.Add(fmt.Sprintf("%sfinalizerRemovalsInFlight[%d]", prefix, i), "Invalid value: \"\": must not be empty")
+			*errs = append(*errs, field.Invalid(path("finalizerRemovalsInFlight").Index(i), uid, "must not be empty"))
 		}
 	}
 	if b := req.GetBackoffRecord(); b != nil {
-		if b.GetFailuresAfterLastSuccess() < 0 {
-			v.Add(prefix+"backoffRecord.failuresAfterLastSuccess", "Invalid value: %d: must be greater than or equal to 0", b.GetFailuresAfterLastSuccess())
+		if n := b.GetFailuresAfterLastSuccess(); n < 0 {
+			*errs = append(*errs, field.Invalid(path("backoffRecord").Child("failuresAfterLastSuccess"), n, "must be greater than or equal to 0"))
 		}
 		if b.GetFailuresAfterLastSuccess() > 0 && b.GetLastFailureTime() == nil {
-			v.Add(prefix+"backoffRecord.lastFailureTime", "Required value: when failuresAfterLastSuccess is positive")
+			*errs = append(*errs, field.Required(path("backoffRecord").Child("lastFailureTime"), "when failuresAfterLastSuccess is positive"))
 		}
 	}
 }
@@ -90,24 +101,23 @@ type Base struct {
 // accepted exactly when Snapshot would accept it in full, except that the
 // Job may not change namespace. Paths start with "delta.". upserted are the
 // delta's upserted pods, converted.
-func Delta(d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod, base Base) apierr.Violations {
-	var v apierr.Violations
-	checkSync(d, "delta.", &v)
+func Delta(d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod, base Base) field.ErrorList {
+	var errs field.ErrorList
+	delta := field.NewPath("delta")
+	checkSync(d, delta, &errs)
 	if d.GetJobUid() == "" {
-		v.Add("delta.jobUid", "Required value")
+		errs = append(errs, field.Required(delta.Child("jobUid"), ""))
 	}
 	namespace := base.Job.GetMetadata().GetNamespace()
 	if job := d.GetJob(); job != nil {
-		var jv apierr.Violations
-		checkJob(job, &jv)
-		for _, x := range jv {
-			v = append(v, apierr.Violation{Field: "delta." + x.Field, Description: x.Description})
-		}
+		var jobErrs field.ErrorList
+		checkJob(job, &jobErrs)
+		errs = append(errs, apierr.Prefixed(delta, jobErrs)...)
 		if uid := job.GetMetadata().GetUid(); uid != "" && uid != d.GetJobUid() {
-			v.Add("delta.job.metadata.uid", "Invalid value: %q: must be the delta's jobUid %q", uid, d.GetJobUid())
+			errs = append(errs, field.Invalid(delta.Child("job", "metadata", "uid"), uid, fmt.Sprintf("must be the delta's jobUid %q", d.GetJobUid())))
 		}
 		if ns := job.GetMetadata().GetNamespace(); ns != namespace {
-			v.Add("delta.job.metadata.namespace", "Invalid value: %q: the base's Job is in namespace %q", ns, namespace)
+			errs = append(errs, field.Invalid(delta.Child("job", "metadata", "namespace"), ns, fmt.Sprintf("the base's Job is in namespace %q", namespace)))
 		}
 	}
 	added := 0
@@ -117,95 +127,100 @@ func Delta(d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod, base Base) apier
 		}
 	}
 	if n := base.Pods + added - len(d.GetRemovedPodUids()); n > MaxPods {
-		v.Add("delta.upsertedPods", "Too many: the snapshot would have %d pods: must have at most %d items", n, MaxPods)
-		return v
+		tooMany := field.TooMany(delta.Child("upsertedPods"), n, MaxPods)
+		tooMany.Detail = fmt.Sprintf("the snapshot would have %d pods: %s", n, tooMany.Detail)
+		return append(errs, tooMany)
 	}
-	checkPods(upserted, d.GetJobUid(), namespace, "delta.upsertedPods", &v)
+	checkPods(upserted, d.GetJobUid(), namespace, delta.Child("upsertedPods"), &errs)
 	upsertedUIDs := make(map[string]bool, len(upserted))
 	for _, p := range upserted {
 		upsertedUIDs[string(p.UID)] = true
 	}
 	removed := make(map[string]bool, len(d.GetRemovedPodUids()))
 	for i, uid := range d.GetRemovedPodUids() {
-		path := func() string { return fmt.Sprintf("delta.removedPodUids[%d]", i) }
+		path := func() *field.Path { return delta.Child("removedPodUids").Index(i) }
 		switch {
 		case uid == "":
-			v.Add(path(), "Invalid value: \"\": must not be empty")
+			errs = append(errs, field.Invalid(path(), uid, "must not be empty"))
 		case removed[uid]:
-			v.Add(path(), "Duplicate value: %q", uid)
+			errs = append(errs, field.Duplicate(path(), uid))
 		case upsertedUIDs[uid]:
-			v.Add(path(), "Invalid value: %q: the pod is also upserted", uid)
+			errs = append(errs, field.Invalid(path(), uid, "the pod is also upserted"))
 		case !base.Holds(uid):
-			v.Add(path(), "Not found: %q: the base has no pod of that UID", uid)
+			notFound := field.NotFound(path(), uid)
+			notFound.Detail = "the base has no pod of that UID"
+			errs = append(errs, notFound)
 		}
 		removed[uid] = true
 	}
-	return v
+	return errs
 }
 
 // checkJob returns the Job's UID.
-func checkJob(job *jobplanev1.Job, v *apierr.Violations) string {
+func checkJob(job *jobplanev1.Job, errs *field.ErrorList) string {
+	jobPath := field.NewPath("job")
 	if job == nil {
-		v.Add("job", "Required value")
+		*errs = append(*errs, field.Required(jobPath, ""))
 		return ""
 	}
-	meta := job.GetMetadata()
+	meta, metaPath := job.GetMetadata(), jobPath.Child("metadata")
 	if meta.GetName() == "" {
-		v.Add("job.metadata.name", "Required value")
+		*errs = append(*errs, field.Required(metaPath.Child("name"), ""))
 	}
 	if meta.GetUid() == "" {
-		v.Add("job.metadata.uid", "Required value: the Job's pods are matched to it by UID")
+		*errs = append(*errs, field.Required(metaPath.Child("uid"), "the Job's pods are matched to it by UID"))
 	}
-	spec := job.GetSpec()
+	spec, specPath := job.GetSpec(), jobPath.Child("spec")
 	if spec == nil {
-		v.Add("job.spec", "Required value")
+		*errs = append(*errs, field.Required(specPath, ""))
 		return meta.GetUid()
 	}
 	if spec.GetTemplate() == nil {
-		v.Add("job.spec.template", "Required value")
+		*errs = append(*errs, field.Required(specPath.Child("template"), ""))
 	}
-	nonNegative := func(path string, value *int32) {
+	nonNegative := func(path *field.Path, value *int32) {
 		if value != nil && *value < 0 {
-			v.Add(path, "Invalid value: %d: must be greater than or equal to 0", *value)
+			*errs = append(*errs, field.Invalid(path, *value, "must be greater than or equal to 0"))
 		}
 	}
-	nonNegative("job.spec.parallelism", spec.Parallelism)
-	nonNegative("job.spec.completions", spec.Completions)
-	nonNegative("job.spec.backoffLimit", spec.BackoffLimit)
-	nonNegative("job.spec.backoffLimitPerIndex", spec.BackoffLimitPerIndex)
-	nonNegative("job.spec.maxFailedIndexes", spec.MaxFailedIndexes)
+	nonNegative(specPath.Child("parallelism"), spec.Parallelism)
+	nonNegative(specPath.Child("completions"), spec.Completions)
+	nonNegative(specPath.Child("backoffLimit"), spec.BackoffLimit)
+	nonNegative(specPath.Child("backoffLimitPerIndex"), spec.BackoffLimitPerIndex)
+	nonNegative(specPath.Child("maxFailedIndexes"), spec.MaxFailedIndexes)
 	if spec.ActiveDeadlineSeconds != nil && *spec.ActiveDeadlineSeconds < 0 {
-		v.Add("job.spec.activeDeadlineSeconds", "Invalid value: %d: must be greater than or equal to 0", *spec.ActiveDeadlineSeconds)
+		*errs = append(*errs, field.Invalid(specPath.Child("activeDeadlineSeconds"), *spec.ActiveDeadlineSeconds, "must be greater than or equal to 0"))
 	}
 	if spec.GetCompletionMode() == "Indexed" {
 		if spec.Completions == nil {
-			v.Add("job.spec.completions", "Required value: when completion mode is Indexed")
+			*errs = append(*errs, field.Required(specPath.Child("completions"), "when completion mode is Indexed"))
 		}
 		if spec.Parallelism != nil && *spec.Parallelism > jobvalidation.MaxParallelismForIndexedJob {
-			v.Add("job.spec.parallelism", "Invalid value: %d: must be less than or equal to %d when completion mode is Indexed", *spec.Parallelism, jobvalidation.MaxParallelismForIndexedJob)
+			*errs = append(*errs, field.Invalid(specPath.Child("parallelism"), *spec.Parallelism,
+				fmt.Sprintf("must be less than or equal to %d when completion mode is Indexed", jobvalidation.MaxParallelismForIndexedJob)))
 		}
 	} else if spec.BackoffLimitPerIndex != nil {
-		v.Add("job.spec.backoffLimitPerIndex", "Invalid value: %d: requires indexed completion mode", *spec.BackoffLimitPerIndex)
+		*errs = append(*errs, field.Invalid(specPath.Child("backoffLimitPerIndex"), *spec.BackoffLimitPerIndex, "requires indexed completion mode"))
 	}
 
-	status := job.GetStatus()
+	status, statusPath := job.GetStatus(), jobPath.Child("status")
 	if status == nil {
 		return meta.GetUid() // a Job not synced yet
 	}
-	nonNegative("job.status.active", &status.Active)
-	nonNegative("job.status.succeeded", &status.Succeeded)
-	nonNegative("job.status.failed", &status.Failed)
-	nonNegative("job.status.ready", status.Ready)
-	nonNegative("job.status.terminating", status.Terminating)
+	nonNegative(statusPath.Child("active"), &status.Active)
+	nonNegative(statusPath.Child("succeeded"), &status.Succeeded)
+	nonNegative(statusPath.Child("failed"), &status.Failed)
+	nonNegative(statusPath.Child("ready"), status.Ready)
+	nonNegative(statusPath.Child("terminating"), status.Terminating)
 	if len(status.GetCompletedIndexes()) > maxIndexesLength {
-		v.Add("job.status.completedIndexes", "Too long: may not be more than %d bytes", maxIndexesLength)
+		*errs = append(*errs, field.TooLong(statusPath.Child("completedIndexes"), "", maxIndexesLength))
 	}
 	if len(status.GetFailedIndexes()) > maxIndexesLength {
-		v.Add("job.status.failedIndexes", "Too long: may not be more than %d bytes", maxIndexesLength)
+		*errs = append(*errs, field.TooLong(statusPath.Child("failedIndexes"), "", maxIndexesLength))
 	}
-	u := status.GetUncountedTerminatedPods()
+	u, uncountedPath := status.GetUncountedTerminatedPods(), statusPath.Child("uncountedTerminatedPods")
 	if n := len(u.GetSucceeded()) + len(u.GetFailed()); n > maxUncounted {
-		v.Add("job.status.uncountedTerminatedPods", "Too many: %d: must have at most %d items", n, maxUncounted)
+		*errs = append(*errs, field.TooMany(uncountedPath, n, maxUncounted))
 	}
 	seen := map[string]bool{}
 	for _, list := range []struct {
@@ -213,12 +228,12 @@ func checkJob(job *jobplanev1.Job, v *apierr.Violations) string {
 		uids []string
 	}{{"succeeded", u.GetSucceeded()}, {"failed", u.GetFailed()}} {
 		for i, uid := range list.uids {
-			path := func() string { return fmt.Sprintf("job.status.uncountedTerminatedPods.%s[%d]", list.name, i) }
+			path := func() *field.Path { return uncountedPath.Child(list.name).Index(i) }
 			switch {
 			case uid == "":
-				v.Add(path(), "Invalid value: \"\": must not be empty")
+				*errs = append(*errs, field.Invalid(path(), uid, "must not be empty"))
 			case seen[uid]:
-				v.Add(path(), "Duplicate value: %q", uid)
+				*errs = append(*errs, field.Duplicate(path(), uid))
 			default:
 				seen[uid] = true
 			}
@@ -227,31 +242,34 @@ func checkJob(job *jobplanev1.Job, v *apierr.Violations) string {
 	return meta.GetUid()
 }
 
-func checkPods(pods []*corev1.Pod, jobUID, namespace, field string, v *apierr.Violations) {
+func checkPods(pods []*corev1.Pod, jobUID, namespace string, podsPath *field.Path, errs *field.ErrorList) {
 	if len(pods) > MaxPods {
-		v.Add(field, "Too many: %d: must have at most %d items", len(pods), MaxPods)
+		*errs = append(*errs, field.TooMany(podsPath, len(pods), MaxPods))
 		return
 	}
 	seen := make(map[types.UID]int, len(pods))
 	for i, p := range pods {
-		// Paths are built only for violations: this loop runs on every pod
-		// of every snapshot.
-		path := func(name string) string { return fmt.Sprintf("%s[%d].metadata.%s", field, i, name) }
+		// Paths are built only for errors: this loop runs on every pod of
+		// every snapshot.
+		path := func(name string) *field.Path { return podsPath.Index(i).Child("metadata", name) }
 		if p.Name == "" {
-			v.Add(path("name"), "Required value")
+			*errs = append(*errs, field.Required(path("name"), ""))
 		}
 		if uid := p.UID; uid == "" {
-			v.Add(path("uid"), "Required value")
+			*errs = append(*errs, field.Required(path("uid"), ""))
 		} else if first, dup := seen[uid]; dup {
-			v.Add(path("uid"), "Duplicate value: %q (also %s[%d])", uid, field, first)
+			duplicate := field.Duplicate(path("uid"), string(uid))
+			duplicate.Detail = "also " + podsPath.Index(first).String()
+			*errs = append(*errs, duplicate)
 		} else {
 			seen[uid] = i
 		}
 		if ns := p.Namespace; ns != "" && namespace != "" && ns != namespace {
-			v.Add(path("namespace"), "Invalid value: %q: the Job is in namespace %q", ns, namespace)
+			*errs = append(*errs, field.Invalid(path("namespace"), ns, fmt.Sprintf("the Job is in namespace %q", namespace)))
 		}
 		if jobUID != "" && !controlledBy(p, jobUID) {
-			v.Add(path("ownerReferences"), "Invalid value: the pod has no controller owner reference to the Job (uid %s)", jobUID)
+			*errs = append(*errs, field.Invalid(path("ownerReferences"), omit,
+				fmt.Sprintf("the pod has no controller owner reference to the Job (uid %s)", jobUID)))
 		}
 	}
 }
