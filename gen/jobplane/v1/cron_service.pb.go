@@ -809,9 +809,13 @@ type PlanCronJobRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The CronJob, with its status.
 	CronJob *CronJob `protobuf:"bytes,1,opt,name=cron_job,json=cronJob,proto3" json:"cron_job,omitempty"`
-	// The Jobs of the CronJob's namespace that may be its own; those whose
-	// controller owner reference has the CronJob's UID are its own, the others
-	// only count for the active list's references (matched by name).
+	// The Jobs of the CronJob's namespace that may be its own. Ownership is by
+	// the controller owner reference's uid alone: a Job whose controller
+	// reference has the CronJob's UID is its own whatever name the reference
+	// gives, and one naming the CronJob under another UID is not (the
+	// reference matches the name, so a CronJob recreated under the same name
+	// adopts its predecessor's Jobs). The others only count for the active
+	// list's references (matched by name).
 	Jobs []*Job `protobuf:"bytes,2,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	// The current time.
 	Now           *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=now,proto3" json:"now,omitempty"`
@@ -922,15 +926,28 @@ func (x *PlanCronJobResponse) GetPlan() *CronJobPlan {
 // own, since they depend on the outcome. A creation answered AlreadyExists
 // by a Job the CronJob controls counts as created (the reference's v1.36.3
 // fails the sync there, kubernetes#136918).
+//
+// A scheduled time never runs twice: its Job's name is the lock. A Job of
+// that name the CronJob owns, in the request or deleted by this plan's
+// history cleanup, is the run already created: the run is recorded
+// (last_schedule_time, its pending run leaves the queue) and nothing is
+// created. The reference creates the Job again when its history cleanup
+// deleted it in the same sync.
+//
+// After the history cleanup the sync sees the Jobs that remain, as the
+// reference's API reads do: a Job the plan deletes is deleted once, and an
+// active reference to its name, whatever its uid, goes missing (MissingJob).
 type CronJobPlan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Steps in the order they are performed.
 	Actions []*CronJobAction `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
 	// The status once every step succeeds. Active references to Jobs still to
-	// be created carry no uid; the performer takes it from the created Job. A
-	// failed creation leaves its Job out of active and last_schedule_time
-	// unchanged. The reference drops this status when its informer lags
-	// behind the CronJob; jobplane writes what it decided.
+	// be created carry no uid; the performer takes it from the created Job.
+	// Active never holds the uid of a Job the plan deletes or of a finished
+	// Job, not even the Job of a run recorded (see above). A failed creation
+	// leaves its Job out of active and last_schedule_time unchanged. The
+	// reference drops this status when its informer lags behind the CronJob;
+	// jobplane writes what it decided.
 	Status *CronJobStatus `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
 	// True when status differs from the request's and must be written.
 	UpdateStatus bool `protobuf:"varint,3,opt,name=update_status,json=updateStatus,proto3" json:"update_status,omitempty"`

@@ -22,7 +22,12 @@ type decision struct {
 	now   time.Time
 	local *time.Location
 	cj    *cronapi.CronJob
-	owned []*batchv1.Job
+	// jobs are the namespace's Jobs that remain: the input's, less those the
+	// plan deletes. owned are the CronJob's own among them, and deleted the
+	// CronJob's own the plan deletes.
+	jobs    []*batchv1.Job
+	owned   []*batchv1.Job
+	deleted []*batchv1.Job
 
 	actions      []Action
 	missed       []time.Time
@@ -43,7 +48,7 @@ func newDecision(in Input) *decision {
 		local = time.UTC
 	}
 	cj := in.CronJob.DeepCopy()
-	return &decision{in: in, now: in.Now, local: local, cj: cj, owned: ownedJobs(cj, in.Jobs)}
+	return &decision{in: in, now: in.Now, local: local, cj: cj, jobs: slices.Clone(in.Jobs), owned: ownedJobs(cj, in.Jobs)}
 }
 
 func (d *decision) status() *cronapi.CronJobStatus { return &d.cj.Status }
@@ -59,11 +64,29 @@ func (d *decision) event(eventType, reason, format string, args ...any) {
 }
 
 // deleteJob plans the deletion of a Job and drops it from the active list,
-// as the reference's deleteJob does once the deletion succeeded.
+// as the reference's deleteJob does once the deletion succeeded. The Job is
+// gone for the rest of the decision, as for the reference's later GETs.
 func (d *decision) deleteJob(ref corev1.ObjectReference, reason, explanation string) {
 	d.actions = append(d.actions, Action{Reason: reason, Explanation: explanation, Delete: &ref})
 	deleteFromActiveList(d.status(), ref.UID)
 	d.updateStatus = true
+	isRef := func(j *batchv1.Job) bool {
+		return j.Namespace == ref.Namespace && j.Name == ref.Name && j.UID == ref.UID
+	}
+	if i := slices.IndexFunc(d.owned, isRef); i >= 0 {
+		d.deleted = append(d.deleted, d.owned[i])
+	}
+	d.jobs = slices.DeleteFunc(d.jobs, isRef)
+	d.owned = slices.DeleteFunc(d.owned, isRef)
+}
+
+// ranJob is the CronJob's Job of that name, whether it remains or the plan
+// deletes it: the run the name stands for has happened.
+func (d *decision) ranJob(name string) *batchv1.Job {
+	if job := findJob(d.owned, name); job != nil {
+		return job
+	}
+	return findJob(d.deleted, name)
 }
 
 // dueRun is a run to start or queue.
@@ -77,17 +100,26 @@ func (r dueRun) isScheduled() bool {
 	return r.trigger == cronapi.TriggerSchedule || r.trigger == cronapi.TriggerCatchUp
 }
 
-// create plans the creation of a run's Job. A Job of that name the CronJob
-// owns already counts as created (the reference fails on AlreadyExists
-// there); one owned by someone else is left alone and the sync ends without
-// a requeue, as the reference's. It reports whether a creation was planned.
+// create plans the creation of a run's Job. A run never happens twice: a
+// Job of that name the CronJob owns, remaining or deleted by this plan, is
+// the run, already created (the reference fails on AlreadyExists there, and
+// creates the Job again once its history cleanup deleted it). The run is
+// recorded, but its Job joins the active list only while it remains and has
+// not finished. A Job of that name owned by someone else is left alone and
+// the sync ends without a requeue, as the reference's. It reports whether a
+// creation was planned.
 func (d *decision) create(run dueRun, name string) bool {
-	if existing := findJob(d.owned, name); existing != nil {
-		ApplyCreated(d.status(), &CreateJob{ScheduledTime: run.scheduled, Trigger: run.trigger, FromPending: run.fromPending}, existing)
+	if ran := d.ranJob(name); ran != nil {
+		c := &CreateJob{ScheduledTime: run.scheduled, Trigger: run.trigger, FromPending: run.fromPending}
+		if isFinished(ran) || slices.Contains(d.deleted, ran) {
+			recordRun(d.status(), c)
+		} else {
+			ApplyCreated(d.status(), c, ran)
+		}
 		d.updateStatus = true
 		return false
 	}
-	for _, job := range d.in.Jobs {
+	for _, job := range d.jobs {
 		if job.Namespace == d.cj.Namespace && job.Name == name {
 			d.noRequeue = true
 			d.outcome = fmt.Sprintf("a Job named %s exists and is not this CronJob's", name)
@@ -217,9 +249,8 @@ func runJobName(cronJobName string, run dueRun) string {
 }
 
 // ApplyCreated records in status that c's Job was created: its reference
-// joins the active list (replacing one of the same name), a scheduled run
-// moves lastScheduleTime forward, and a run taken from pendingRuns leaves
-// the queue.
+// joins the active list (replacing one of the same name) and the run is
+// recorded.
 func ApplyCreated(status *cronapi.CronJobStatus, c *CreateJob, created *batchv1.Job) {
 	ref := jobRef(created)
 	if i := slices.IndexFunc(status.Active, func(r corev1.ObjectReference) bool {
@@ -229,6 +260,13 @@ func ApplyCreated(status *cronapi.CronJobStatus, c *CreateJob, created *batchv1.
 	} else {
 		status.Active = append(status.Active, ref)
 	}
+	recordRun(status, c)
+}
+
+// recordRun records in status that c's run happened: a scheduled run moves
+// lastScheduleTime forward, and a run taken from pendingRuns leaves the
+// queue.
+func recordRun(status *cronapi.CronJobStatus, c *CreateJob) {
 	scheduled := c.Trigger == cronapi.TriggerSchedule || c.Trigger == cronapi.TriggerCatchUp
 	if scheduled && (status.LastScheduleTime == nil || c.ScheduledTime.After(status.LastScheduleTime.Time)) {
 		status.LastScheduleTime = &metav1.Time{Time: c.ScheduledTime}

@@ -69,6 +69,10 @@ type simulation struct {
 	// createdScheduled are the scheduled times created so far.
 	createdScheduled map[int64]bool
 	plans            int
+	// lostWrites: now and then the status write of a plan that creates
+	// (and deletes nothing) is lost, as when the controller stops between
+	// creating and writing.
+	lostWrites bool
 }
 
 func newSimulation(t *testing.T, r *rand.Rand, cj *cronapi.CronJob) (*simulation, bool) {
@@ -116,6 +120,7 @@ func (s *simulation) sync(now time.Time) Plan {
 	if !reflect.DeepEqual(rebuilt.DeepCopy(), plan.Status.DeepCopy()) {
 		t.Fatalf("Status is not BaseStatus with the creations applied:\n%+v\n%+v", rebuilt, plan.Status)
 	}
+	checkDeletions(t, in, plan)
 	s.perform(plan, now)
 	s.plans++
 	return plan
@@ -124,6 +129,8 @@ func (s *simulation) sync(now time.Time) Plan {
 func (s *simulation) perform(plan Plan, now time.Time) {
 	t := s.t
 	status := *plan.BaseStatus.DeepCopy()
+	creates, deletes, _, _ := countActions(plan)
+	lostWrite := s.lostWrites && len(creates) > 0 && deletes == 0 && s.r.IntN(3) == 0
 	for _, a := range plan.Actions {
 		switch {
 		case a.Delete != nil:
@@ -150,7 +157,67 @@ func (s *simulation) perform(plan Plan, now time.Time) {
 			ApplyCreated(&status, c, job)
 		}
 	}
-	s.cj.Status = status
+	if !lostWrite {
+		s.cj.Status = status
+	}
+}
+
+// restoreOne replaces a Job at random with one of the same name and a new
+// UID, not started yet: someone deleted it and created it again from its
+// manifest. An active reference to it is then stale.
+func (s *simulation) restoreOne(now time.Time) {
+	if len(s.jobs) == 0 {
+		return
+	}
+	i := s.r.IntN(len(s.jobs))
+	restored := s.jobs[i].DeepCopy()
+	s.nextUID++
+	restored.UID = types.UID(fmt.Sprintf("uid-%d", s.nextUID))
+	restored.ResourceVersion = fmt.Sprint(s.nextUID)
+	restored.Status = batchv1.JobStatus{StartTime: &metav1.Time{Time: now}}
+	s.jobs[i] = restored
+}
+
+// checkDeletions checks what a plan's deletions leave: no Job is deleted
+// twice, and no active reference (with or without the creations) holds the
+// UID of a Job the plan deletes or of a finished Job of the CronJob, nor
+// the name of a Job the history cleanup deletes. (A Replace deletion drops
+// only the references with the deleted Job's UID, as the reference's:
+// TestReplaceDeletesTheJobOfTheReferencedNameAndKeepsAStaleReference.)
+func checkDeletions(t *testing.T, in Input, plan Plan) {
+	t.Helper()
+	seen := map[string]bool{}
+	historyDeleted := map[string]bool{}
+	gone := map[types.UID]string{}
+	for _, a := range plan.Actions {
+		if a.Delete == nil {
+			continue
+		}
+		key := a.Delete.Namespace + "/" + a.Delete.Name
+		if seen[key] {
+			t.Fatalf("%s at %s: Job %s deleted twice: %v", in.CronJob.Spec.Schedule, in.Now, key, deleted(plan))
+		}
+		seen[key] = true
+		if a.Reason == "HistoryLimit" {
+			historyDeleted[key] = true
+		}
+		gone[a.Delete.UID] = "deleted"
+	}
+	for _, job := range ownedJobs(in.CronJob, in.Jobs) {
+		if isFinished(job) {
+			gone[job.UID] = "finished"
+		}
+	}
+	for _, status := range []cronapi.CronJobStatus{plan.BaseStatus, plan.Status} {
+		for _, ref := range status.Active {
+			if why, ok := gone[ref.UID]; ok && ref.UID != "" {
+				t.Fatalf("%s at %s: active holds %s/%s, a %s Job", in.CronJob.Spec.Schedule, in.Now, ref.Name, ref.UID, why)
+			}
+			if historyDeleted[ref.Namespace+"/"+ref.Name] {
+				t.Fatalf("%s at %s: active holds %s/%s, whose Job the history cleanup deletes", in.CronJob.Spec.Schedule, in.Now, ref.Name, ref.UID)
+			}
+		}
+	}
 }
 
 // finishSome completes or fails running Jobs at random.
@@ -183,8 +250,8 @@ func randomCronJob(r *rand.Rand) *cronapi.CronJob {
 
 // Random CronJobs with every extension, synced at random times: syncs are
 // deterministic and leave their input alone, Status is BaseStatus with the
-// creations applied, no scheduled time is created twice and no run starts
-// before its time plus jitter.
+// creations applied, no scheduled time is created twice, no run starts
+// before its time plus jitter, and checkDeletions holds.
 func TestPropertySyncInvariants(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	policies := []batchv1.ConcurrencyPolicy{"", "Allow", "Forbid", "Replace", cronapi.BufferOne, cronapi.BufferAll}
@@ -334,6 +401,60 @@ func TestPropertyMissedRunsMatchABruteForceWalk(t *testing.T) {
 			}
 			now = now.Add(time.Duration(r.Int64N(int64(min(5*interval, 300*time.Minute)) + 1)))
 			sim.finishSome(now, 0.8)
+		}
+	}
+}
+
+// Random CronJobs with history limits, whose status writes are now and then
+// lost and whose Jobs are now and then created again under their name:
+// every plan passes checkDeletions, and both ways a history cleanup can
+// delete a Job the sync then looks for happen (a stale active reference to
+// its name, the Job of the run due).
+func TestPropertyHistoryCleanupLeavesOnlyTheRemainingJobs(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	policies := []batchv1.ConcurrencyPolicy{"", "Forbid", "Replace", cronapi.BufferOne, cronapi.BufferAll}
+	scenarios, staleReferences, recordedRuns := 0, 0, 0
+	defer func() {
+		if staleReferences < 10 || recordedRuns < 5 {
+			t.Errorf("%d cleanups of a Job named by a stale reference, %d of the Job of a run recorded: the property is nearly vacuous",
+				staleReferences, recordedRuns)
+		}
+	}()
+	for scenarios < 100 {
+		cj := randomCronJob(r)
+		cj.Spec.ConcurrencyPolicy = policies[r.IntN(len(policies))]
+		if r.IntN(3) == 0 {
+			cj.Spec.CatchUp = &cronapi.CatchUpPolicy{Policy: cronapi.CatchUpAll, MaxRuns: ptr.To(1 + r.Int32N(5))}
+		}
+		cj.Spec.SuccessfulJobsHistoryLimit = ptr.To(r.Int32N(2))
+		cj.Spec.FailedJobsHistoryLimit = ptr.To(r.Int32N(2))
+		sim, ok := newSimulation(t, r, cj)
+		if !ok {
+			continue
+		}
+		sim.lostWrites = true
+		scenarios++
+		now := cj.CreationTimestamp.Time
+		interval := sim.sched.Next(sim.sched.Next(now)).Sub(sim.sched.Next(now))
+		for range 40 {
+			before := sim.cj.Status.DeepCopy()
+			plan := sim.sync(now)
+			for _, a := range plan.Actions {
+				if a.Delete == nil || a.Reason != "HistoryLimit" {
+					continue
+				}
+				if slices.ContainsFunc(before.Active, func(ref v1.ObjectReference) bool { return ref.Name == a.Delete.Name && ref.UID != a.Delete.UID }) {
+					staleReferences++
+				}
+				if last := plan.Status.LastScheduleTime; last != nil && !last.Equal(before.LastScheduleTime) && JobName(cj.Name, last.Time) == a.Delete.Name {
+					recordedRuns++
+				}
+			}
+			now = now.Add(time.Duration(r.Int64N(int64(min(interval, 3*time.Hour)) + 1)))
+			sim.finishSome(now, 0.6)
+			if r.IntN(5) == 0 {
+				sim.restoreOne(now)
+			}
 		}
 	}
 }

@@ -50,6 +50,9 @@ func TestControllerV2GetJobsToBeReconciled(t *testing.T) {
 		{"fault 4: a Job of a former CronJob of the same name is not owned", []*batchv1.Job{
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "foo-ns", Name: "old", OwnerReferences: ownedBy("former-fooer", "fooer")}},
 		}, nil},
+		{"by UID alone: a controller reference with the CronJob's UID under another name is owned", []*batchv1.Job{
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "foo-ns", Name: "renamed", OwnerReferences: ownedBy("fooer", "another-name")}},
+		}, []string{"renamed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

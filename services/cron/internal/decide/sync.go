@@ -17,7 +17,10 @@ import (
 
 // Sync decides one sync of the CronJob: the reference's cleanupFinishedJobs
 // then syncCronJob, on a copy, with the reference's faults fixed and the
-// extensions applied.
+// extensions applied. syncCronJob sees the Jobs that remain after the
+// cleanup, as the reference's API calls do (its list of Jobs, read before
+// the cleanup, still holds the deleted ones: only their success counts from
+// it, see removeOldestJobs).
 //
 // The reference drops its status update when its informer lags behind the
 // CronJob (fault 2); a pure function has nothing to drop: Status is always
@@ -53,7 +56,9 @@ func (d *decision) cleanupFinishedJobs() {
 	}
 }
 
-// removeOldestJobs deletes the Jobs beyond limit, oldest start first.
+// removeOldestJobs deletes the Jobs beyond limit, oldest start first. A
+// deleted Job's success still moves lastSuccessfulTime: the reference's
+// syncCronJob records it from its lister, which still lists the Job.
 func (d *decision) removeOldestJobs(jobs []*batchv1.Job, limit int32, kind string) {
 	excess := len(jobs) - int(limit)
 	if excess <= 0 {
@@ -64,6 +69,7 @@ func (d *decision) removeOldestJobs(jobs []*batchv1.Job, limit int32, kind strin
 	for _, job := range oldestFirst[:excess] {
 		d.deleteJob(jobRef(job), "HistoryLimit",
 			fmt.Sprintf("Job %s is one of the %d oldest %s Jobs beyond the history limit of %d.", job.Name, excess, kind, limit))
+		d.recordSuccess(job)
 	}
 }
 
@@ -124,32 +130,40 @@ func (d *decision) reconcileOwnedJobs() {
 			d.event(corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", job.Name, condition)
 			d.updateStatus = true
 		}
-		// The reference's jobutil.IsJobSucceeded: any true Complete
-		// condition, even after a true Failed one that named the event.
-		if isSucceeded(job) {
-			if status.LastSuccessfulTime == nil {
-				status.LastSuccessfulTime = job.Status.CompletionTime
-				d.updateStatus = true
-			}
-			if job.Status.CompletionTime != nil && job.Status.CompletionTime.After(status.LastSuccessfulTime.Time) {
-				status.LastSuccessfulTime = job.Status.CompletionTime
-				d.updateStatus = true
-			}
-		}
+		d.recordSuccess(job)
+	}
+}
+
+// recordSuccess moves lastSuccessfulTime to a finished Job's completion
+// when it succeeded, as the reference: by jobutil.IsJobSucceeded (any true
+// Complete condition, even after a true Failed one that named the event),
+// and taking a nil completionTime while lastSuccessfulTime is nil.
+func (d *decision) recordSuccess(job *batchv1.Job) {
+	if !isSucceeded(job) {
+		return
+	}
+	status := d.status()
+	if status.LastSuccessfulTime == nil {
+		status.LastSuccessfulTime = job.Status.CompletionTime
+		d.updateStatus = true
+	}
+	if job.Status.CompletionTime != nil && job.Status.CompletionTime.After(status.LastSuccessfulTime.Time) {
+		status.LastSuccessfulTime = job.Status.CompletionTime
+		d.updateStatus = true
 	}
 }
 
 // dropMissingActiveJobs removes active references to Jobs that exist no
 // more. The reference GETs each from the API server before believing it
-// gone; here a Job of that namespace and name in the input (where the
-// controller puts what its live GET found) keeps the reference.
+// gone; here a remaining Job of that namespace and name (the controller
+// puts what its live GET found in the input) keeps the reference.
 func (d *decision) dropMissingActiveJobs() {
 	status := d.status()
 	for _, ref := range slices.Clone(status.Active) {
 		if slices.ContainsFunc(d.owned, func(j *batchv1.Job) bool { return j.UID == ref.UID }) {
 			continue
 		}
-		if slices.ContainsFunc(d.in.Jobs, func(j *batchv1.Job) bool { return j.Namespace == ref.Namespace && j.Name == ref.Name }) {
+		if slices.ContainsFunc(d.jobs, func(j *batchv1.Job) bool { return j.Namespace == ref.Namespace && j.Name == ref.Name }) {
 			continue
 		}
 		d.event(corev1.EventTypeNormal, "MissingJob", "Active job went missing: %v", ref.Name)
@@ -350,7 +364,7 @@ func (d *decision) catchUpAll() {
 	for _, t := range candidates {
 		name := JobName(d.cj.Name, t)
 		switch {
-		case findJob(d.owned, name) != nil || inActiveListByName(status, d.cj.Namespace, name):
+		case d.ranJob(name) != nil || inActiveListByName(status, d.cj.Namespace, name):
 			// Already run: handled, never created twice.
 			if status.LastScheduleTime == nil || t.After(status.LastScheduleTime.Time) {
 				status.LastScheduleTime = &metav1.Time{Time: t}
@@ -416,9 +430,9 @@ func (d *decision) startDue(runs []dueRun) {
 // replaced is the Job Replace deletes for an active reference: as the
 // reference, the Job its GET of the reference's namespace and name returns
 // (whose UID leaves the active list, so a reference whose UID is not that
-// Job's stays), or the reference itself when the input has no such Job.
+// Job's stays), or the reference itself when no such Job remains.
 func (d *decision) replaced(ref corev1.ObjectReference) corev1.ObjectReference {
-	for _, job := range d.in.Jobs {
+	for _, job := range d.jobs {
 		if job.Namespace == ref.Namespace && job.Name == ref.Name {
 			return jobRef(job)
 		}
