@@ -53,6 +53,14 @@ const (
 // ErrorInfo whose reason is FORBIDDEN. Health checks and reflection need no
 // credentials.
 //
+// Namespaces are walls: a pod belongs to a Job only when it is in the Job's
+// namespace and its controller owner reference names the Job's UID (owner
+// references are namespace-local, as for the garbage collector); a pod of
+// another namespace pointing at a Job is ignored, never an error of the
+// Job's sync, and never listed by GetJob. Every RPC that names an object
+// checks the namespace (a DNS label) and name (a DNS subdomain) first:
+// INVALID_ARGUMENT with a field violation.
+//
 // The control loop is the v1.36 Job controller's, with these differences:
 // a plan stops at its first failed action, so after a refused pod creation
 // or deletion the status of that sync is written by the next sync (retried
@@ -87,12 +95,19 @@ type ExecutorServiceClient interface {
 	// created by the executor.
 	SubmitJob(ctx context.Context, in *SubmitJobRequest, opts ...grpc.CallOption) (*SubmitJobResponse, error)
 	// Execute performs a given plan for a Job, in order, stopping at the first
-	// action that fails, and reports the outcome of each action.
+	// action that fails, and reports the outcome of each action. Every pod a
+	// deletePods or removeFinalizers action names must be the Job's: in its
+	// namespace, of that name and UID, with the Job as controller (read live
+	// when the cache does not have it yet); otherwise nothing is performed.
 	//
 	// Errors: NOT_FOUND when the Job does not exist; FAILED_PRECONDITION when
-	// its UID differs from the one given or it is not managed by jobplane;
-	// INVALID_ARGUMENT for a malformed plan or a missing namespace, name or
-	// uid; UNAVAILABLE when this replica does not lead.
+	// its UID differs from the one given (reason UID_MISMATCH), it is not
+	// managed by jobplane (NOT_MANAGED), or the plan names a pod the Job does
+	// not control (POD_NOT_OF_JOB, with a google.rpc.PreconditionFailure
+	// violation per reference; an action on such a pod is never performed, so
+	// never reported done); INVALID_ARGUMENT for a malformed plan or a
+	// missing or malformed namespace, name or uid; UNAVAILABLE when this
+	// replica does not lead.
 	//
 	// Authorization: update jobs.batch, subresource status, of the Job; and
 	// in its namespace the pod writes of the plan's actions: create pods,
@@ -267,6 +282,14 @@ func (c *executorServiceClient) DeleteJob(ctx context.Context, in *DeleteJobRequ
 // ErrorInfo whose reason is FORBIDDEN. Health checks and reflection need no
 // credentials.
 //
+// Namespaces are walls: a pod belongs to a Job only when it is in the Job's
+// namespace and its controller owner reference names the Job's UID (owner
+// references are namespace-local, as for the garbage collector); a pod of
+// another namespace pointing at a Job is ignored, never an error of the
+// Job's sync, and never listed by GetJob. Every RPC that names an object
+// checks the namespace (a DNS label) and name (a DNS subdomain) first:
+// INVALID_ARGUMENT with a field violation.
+//
 // The control loop is the v1.36 Job controller's, with these differences:
 // a plan stops at its first failed action, so after a refused pod creation
 // or deletion the status of that sync is written by the next sync (retried
@@ -301,12 +324,19 @@ type ExecutorServiceServer interface {
 	// created by the executor.
 	SubmitJob(context.Context, *SubmitJobRequest) (*SubmitJobResponse, error)
 	// Execute performs a given plan for a Job, in order, stopping at the first
-	// action that fails, and reports the outcome of each action.
+	// action that fails, and reports the outcome of each action. Every pod a
+	// deletePods or removeFinalizers action names must be the Job's: in its
+	// namespace, of that name and UID, with the Job as controller (read live
+	// when the cache does not have it yet); otherwise nothing is performed.
 	//
 	// Errors: NOT_FOUND when the Job does not exist; FAILED_PRECONDITION when
-	// its UID differs from the one given or it is not managed by jobplane;
-	// INVALID_ARGUMENT for a malformed plan or a missing namespace, name or
-	// uid; UNAVAILABLE when this replica does not lead.
+	// its UID differs from the one given (reason UID_MISMATCH), it is not
+	// managed by jobplane (NOT_MANAGED), or the plan names a pod the Job does
+	// not control (POD_NOT_OF_JOB, with a google.rpc.PreconditionFailure
+	// violation per reference; an action on such a pod is never performed, so
+	// never reported done); INVALID_ARGUMENT for a malformed plan or a
+	// missing or malformed namespace, name or uid; UNAVAILABLE when this
+	// replica does not lead.
 	//
 	// Authorization: update jobs.batch, subresource status, of the Job; and
 	// in its namespace the pod writes of the plan's actions: create pods,

@@ -254,7 +254,7 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 	if apierrors.IsNotFound(err) {
 		c.state.Forget(key)
 		c.metrics.jobDone(key)
-		return nil, nil, nil, notFound(ns, name)
+		return nil, nil, nil, &jobNotFoundError{namespace: ns, name: name}
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -320,7 +320,7 @@ func (c *Controller) Execute(ctx context.Context, namespace, name string, uid ty
 	if err != nil {
 		c.metrics.jobDone(key) // no Job of ours: keep no count for the name
 		if apierrors.IsNotFound(err) {
-			return nil, nil, notFound(namespace, name)
+			return nil, nil, &jobNotFoundError{namespace: namespace, name: name}
 		}
 		return nil, nil, fromKube(err)
 	}
@@ -332,8 +332,69 @@ func (c *Controller) Execute(ctx context.Context, namespace, name string, uid ty
 		return nil, nil, apierr.New(codes.FailedPrecondition, "UID_MISMATCH", map[string]string{"uid": string(job.UID)},
 			"Job %s/%s has UID %s, not %s", namespace, name, job.UID, uid)
 	}
+	if err := c.checkPodRefs(ctx, job, p); err != nil {
+		return nil, nil, err
+	}
 	outcomes, after, _ := c.perform(ctx, key, job, p)
 	return outcomes, after, nil
+}
+
+// checkPodRefs refuses a caller's plan that names a pod the Job does not
+// control: in the Job's namespace, of that name and UID, with the Job as
+// its controller. Performing it would touch a pod that is not the Job's, or
+// report as deleted one it never deleted. A reference missing from the cache
+// is read live once (the pod may be newer than the cache).
+func (c *Controller) checkPodRefs(ctx context.Context, job *batchv1.Job, p *plan.Plan) error {
+	owned, err := c.PodsOf(job)
+	if err != nil {
+		return err
+	}
+	controlled := make(map[string]types.UID, len(owned))
+	for _, pod := range owned {
+		controlled[pod.Name] = pod.UID
+	}
+	notOfJob := &podsNotOfJobError{namespace: job.Namespace, name: job.Name}
+	for i, a := range p.Actions {
+		var refs []plan.PodRef
+		var kind string
+		switch a := a.(type) {
+		case plan.DeletePods:
+			refs, kind = a.Pods, "deletePods"
+		case plan.RemoveFinalizers:
+			refs, kind = a.Pods, "removeFinalizers"
+		}
+		for j, ref := range refs {
+			if uid, ok := controlled[ref.Name]; ok && uid == ref.UID {
+				continue
+			}
+			ok, err := c.controlsLive(ctx, job, ref)
+			if err != nil {
+				return fromKube(err)
+			}
+			if !ok {
+				path := field.NewPath("plan", "actions").Index(i).Child(kind, "pods").Index(j)
+				notOfJob.refs = append(notOfJob.refs, podRefPath{path: path.String(), pod: ref.Name})
+			}
+		}
+	}
+	if len(notOfJob.refs) > 0 {
+		return notOfJob
+	}
+	return nil
+}
+
+// controlsLive reads the pod of ref in the Job's namespace from the API
+// server: whether it is ref's pod (same UID) and the Job controls it.
+func (c *Controller) controlsLive(ctx context.Context, job *batchv1.Job, ref plan.PodRef) (bool, error) {
+	pod, err := c.cfg.Client.CoreV1().Pods(job.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	controller := metav1.GetControllerOf(pod)
+	return pod.UID == ref.UID && controller != nil && controller.UID == job.UID, nil
 }
 
 // podWritten records the pod's resourceVersion for the Job controlling it.

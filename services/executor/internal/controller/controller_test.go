@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -194,9 +195,11 @@ func TestExecute(t *testing.T) {
 	job := newJob("job")
 	deleteA := &plan.Plan{Actions: []plan.Action{plan.DeletePods{Because: because("Manual"), Pods: []plan.PodRef{{Name: "a", UID: "a-uid"}}}}}
 	cases := []struct {
-		name        string
-		uid         types.UID
-		objects     []runtime.Object
+		name    string
+		uid     types.UID
+		objects []runtime.Object
+		// live are in the API server only, not yet in the caches.
+		live        []runtime.Object
 		wantCode    codes.Code
 		wantActions []string
 	}{{
@@ -204,6 +207,38 @@ func TestExecute(t *testing.T) {
 		uid:         job.UID,
 		objects:     []runtime.Object{job, newPod("a", job)},
 		wantActions: []string{"get jobs job", "delete pods a"},
+	}, {
+		name:        "a pod newer than the cache: read live, the Job's, deleted",
+		uid:         job.UID,
+		objects:     []runtime.Object{job},
+		live:        []runtime.Object{newPod("a", job)},
+		wantActions: []string{"get jobs job", "get pods a", "delete pods a"},
+	}, {
+		// Owner references are namespace-local; the executor never reports
+		// as deleted a pod it did not delete.
+		name:        "the pod named is in another namespace: FailedPrecondition, nothing done",
+		uid:         job.UID,
+		objects:     []runtime.Object{job, newPod("a", job, inNamespace("other-team"))},
+		wantCode:    codes.FailedPrecondition,
+		wantActions: []string{"get jobs job", "get pods a"},
+	}, {
+		name:        "the pod named is another Job's: FailedPrecondition, nothing done",
+		uid:         job.UID,
+		objects:     []runtime.Object{job, newJob("other"), newPod("a", newJob("other"))},
+		wantCode:    codes.FailedPrecondition,
+		wantActions: []string{"get jobs job", "get pods a"},
+	}, {
+		name:        "the pod named is gone: FailedPrecondition, not reported deleted",
+		uid:         job.UID,
+		objects:     []runtime.Object{job},
+		wantCode:    codes.FailedPrecondition,
+		wantActions: []string{"get jobs job", "get pods a"},
+	}, {
+		name:        "the pod named has another UID (recreated): FailedPrecondition, nothing done",
+		uid:         job.UID,
+		objects:     []runtime.Object{job, newPod("a", job, func(p *corev1.Pod) { p.UID = "new-uid" })},
+		wantCode:    codes.FailedPrecondition,
+		wantActions: []string{"get jobs job", "get pods a"},
 	}, {
 		name:        "another UID: FailedPrecondition, nothing done",
 		uid:         "old-uid",
@@ -225,6 +260,11 @@ func TestExecute(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.objects...)
+			for _, obj := range tc.live {
+				if err := f.client.Tracker().Add(obj); err != nil {
+					t.Fatal(err)
+				}
+			}
 			outcomes, _, err := f.c.Execute(context.Background(), testNamespace, "job", tc.uid, deleteA)
 			if got := status.Code(err); got != tc.wantCode {
 				t.Errorf("Execute error = %v, want code %s", err, tc.wantCode)
@@ -233,6 +273,8 @@ func TestExecute(t *testing.T) {
 				if got := outcomesOf(outcomes); !reflect.DeepEqual(got, []outcome{{resultDone, 1, 0}}) {
 					t.Errorf("outcomes = %+v", got)
 				}
+			} else if outcomes != nil {
+				t.Errorf("outcomes %+v of a plan refused", outcomesOf(outcomes))
 			}
 			if got := f.actions(); !slices.Equal(got, tc.wantActions) {
 				t.Errorf("actions = %v, want %v", got, tc.wantActions)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,6 +77,21 @@ func TestPodsInAnotherNamespaceAreNotTheJobs(t *testing.T) {
 		}
 	}
 	assertOnlyOwnPods(t)
+	// A plan naming the foreign pod is refused whole, never reported done.
+	for _, name := range []string{"intruder", "stray"} {
+		p, err := e.client.CoreV1().Pods(attacker).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.api.Execute(ctx, &jobplanev1.ExecuteRequest{Namespace: victim, Name: "victim-job", Uid: string(job.UID), Plan: &jobplanev1.SyncPlan{
+			Actions: []*jobplanev1.Action{{Reason: "Manual", Kind: &jobplanev1.Action_DeletePods{DeletePods: &jobplanev1.DeletePodsAction{
+				Pods: []*jobplanev1.PodRef{{Name: name, Uid: string(p.UID)}},
+			}}}},
+		}})
+		if status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("Execute deleting %s/%s for %s/victim-job: %v, want FailedPrecondition", attacker, name, victim, err)
+		}
+	}
 	if _, err := e.api.SyncJob(ctx, &jobplanev1.SyncJobRequest{Namespace: victim, Name: "victim-job"}); err != nil {
 		t.Fatalf("SyncJob of the victim with a foreign pod pointing at it: %v", err)
 	}
