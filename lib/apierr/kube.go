@@ -3,9 +3,11 @@ package apierr
 import (
 	"errors"
 	"net"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -47,7 +49,7 @@ func isNetError(err error) bool {
 const noField = "<nil>"
 
 // KubeCauses returns the causes of the API server's Invalid answer as
-// errors, in its words, their paths under prefix (nil: as they are). Causes
+// errors in its words, their paths under prefix (nil: as they are). Causes
 // about no field (such as the note that CEL rules wait for the schema's
 // checks) are left out; without any cause, err itself is the error of
 // prefix.
@@ -59,21 +61,31 @@ func KubeCauses(err error, prefix *field.Path) field.ErrorList {
 			if c.Field == noField {
 				continue
 			}
-			errs = append(errs, field.Invalid(childOf(prefix, c.Field), field.OmitValueType{}, c.Message))
+			errs = append(errs, causeError(joinPath(prefix, c.Field), c))
 		}
 	}
 	if len(errs) == 0 {
-		errs = append(errs, field.Invalid(childOf(prefix, ""), field.OmitValueType{}, err.Error()))
+		errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: joinPath(prefix, ""), BadValue: field.OmitValueType{}, Detail: err.Error()})
 	}
 	return errs
 }
 
-func childOf(prefix *field.Path, name string) *field.Path {
+// causeError is a cause as the field error whose body is the cause's
+// message: the API server words its causes as field errors' bodies.
+func causeError(path string, c metav1.StatusCause) *field.Error {
+	typ := field.ErrorType(c.Type)
+	if rest, ok := strings.CutPrefix(c.Message, typ.String()); ok && !strings.HasPrefix(typ.String(), "<unknown") {
+		return &field.Error{Type: typ, Field: path, BadValue: field.OmitValueType{}, Detail: strings.TrimPrefix(rest, ": ")}
+	}
+	return &field.Error{Type: field.ErrorTypeInvalid, Field: path, BadValue: field.OmitValueType{}, Detail: c.Message}
+}
+
+func joinPath(prefix *field.Path, name string) string {
 	switch {
 	case prefix == nil:
-		return field.NewPath(name)
+		return name
 	case name == "":
-		return prefix
+		return prefix.String()
 	}
-	return prefix.Child(name)
+	return prefix.String() + "." + name
 }

@@ -11,14 +11,17 @@ import (
 // InvalidArgument, never NotFound, a client library's error answered as
 // Internal, or a cache key that cannot be split.
 func ObjectKey(namespacePath, namePath *field.Path, namespace, name string) field.ErrorList {
-	errs := Namespace(namespacePath, namespace, true)
-	switch {
-	case name == "":
-		errs = append(errs, field.Required(namePath, ""))
-	default:
-		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(name, false) {
-			errs = append(errs, field.Invalid(namePath, name, msg))
-		}
+	return append(Namespace(namespacePath, namespace, true), Name(namePath, name)...)
+}
+
+// Name checks the name of a Job or CronJob: required, a DNS subdomain.
+func Name(path *field.Path, name string) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(name, false) {
+		errs = append(errs, field.Invalid(path, name, msg))
 	}
 	return errs
 }

@@ -164,9 +164,8 @@ func checkJob(job *jobplanev1.Job, errs *field.ErrorList) string {
 		return ""
 	}
 	meta, metaPath := job.GetMetadata(), jobPath.Child("metadata")
-	if meta.GetName() == "" {
-		*errs = append(*errs, field.Required(metaPath.Child("name"), ""))
-	}
+	*errs = append(*errs, apierr.Name(metaPath.Child("name"), meta.GetName())...)
+	*errs = append(*errs, apierr.Namespace(metaPath.Child("namespace"), meta.GetNamespace(), false)...)
 	if meta.GetUid() == "" {
 		*errs = append(*errs, field.Required(metaPath.Child("uid"), "the Job's pods are matched to it by UID"))
 	}
