@@ -1,0 +1,257 @@
+// Package admission bounds the work a server takes in, in the manner of the
+// API server's Priority and Fairness: calls belong to a priority level (the
+// services' own identities have one of their own, so outside callers never
+// delay them); within a level each caller identity is a flow with a queue of
+// its own, and flows are served in turn, so one caller flooding a level
+// delays only itself. A level has two budgets: seats (calls in flight) and
+// bytes (requests being decoded and held, charged at their wire size times
+// an expansion factor, once their size is known). A call waits for both at
+// most a bounded time, then is shed with RESOURCE_EXHAUSTED and
+// google.rpc.RetryInfo; one that can never fit is shed at once, naming the
+// limit. Long-lived streams hold a seat of a separate budget: a caller may
+// keep at most so many open.
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/jobplane/jobplane/lib/apierr"
+)
+
+// The priority levels.
+const (
+	// System is the level of the services' own identities (the executor
+	// calling the planner, cron calling the executor).
+	System = "system"
+	// Workload is every other caller's.
+	Workload = "workload"
+)
+
+// LevelConfig is one priority level's budgets.
+type LevelConfig struct {
+	// Seats bounds the calls in flight.
+	Seats int
+	// Bytes bounds the request bytes being decoded and held (wire size
+	// times the expansion factor).
+	Bytes int64
+	// StreamsPerFlow bounds the long-lived streams one caller keeps open.
+	StreamsPerFlow int
+}
+
+// Config is the admission of one server.
+type Config struct {
+	Levels map[string]LevelConfig
+	// QueueLength bounds the calls one caller has waiting in a level.
+	QueueLength int
+	// MaxQueueWait bounds a call's wait for a seat or for bytes.
+	MaxQueueWait time.Duration
+	// Expansion is what a request's decoded form and the work on it cost
+	// in memory per byte received.
+	Expansion int64
+}
+
+// Controller admits calls.
+type Controller struct {
+	cfg     Config
+	levels  map[string]*level
+	metrics *metrics
+}
+
+type level struct {
+	name  string
+	cfg   LevelConfig
+	seats *fairSemaphore
+	bytes *fairSemaphore
+
+	mu      sync.Mutex
+	streams map[string]int
+}
+
+// New builds a controller; reg, when not nil, gets its metrics.
+func New(cfg Config, reg prometheus.Registerer) *Controller {
+	c := &Controller{cfg: cfg, levels: map[string]*level{}, metrics: newMetrics(reg)}
+	for name, lc := range cfg.Levels {
+		c.levels[name] = &level{
+			name:    name,
+			cfg:     lc,
+			seats:   newFairSemaphore(int64(lc.Seats), cfg.QueueLength, cfg.MaxQueueWait),
+			bytes:   newFairSemaphore(lc.Bytes, cfg.QueueLength, cfg.MaxQueueWait),
+			streams: map[string]int{},
+		}
+		c.metrics.capacity.WithLabelValues(name, "seats").Set(float64(lc.Seats))
+		c.metrics.capacity.WithLabelValues(name, "bytes").Set(float64(lc.Bytes))
+	}
+	return c
+}
+
+// Ticket is one admitted call: its seat and the bytes charged to it.
+type Ticket struct {
+	c       *Controller
+	level   *level
+	flow    string
+	mu      sync.Mutex
+	bytes   int64
+	stream  bool
+	release sync.Once
+}
+
+// Admit waits for a seat of levelName for the caller flow.
+func (c *Controller) Admit(ctx context.Context, levelName, flow string) (*Ticket, error) {
+	l := c.level(levelName)
+	waited, err := l.seats.acquire(ctx, flow, 1)
+	c.metrics.wait.WithLabelValues(l.name).Observe(waited.Seconds())
+	if err != nil {
+		return nil, c.refuse(l, "seats", int64(l.cfg.Seats), err)
+	}
+	c.metrics.admitted.WithLabelValues(l.name).Inc()
+	c.metrics.inUse.WithLabelValues(l.name, "seats").Inc()
+	return &Ticket{c: c, level: l, flow: flow}, nil
+}
+
+// OpenStream admits a long-lived stream: no seat, one of the caller's
+// StreamsPerFlow, refused at once when they are taken.
+func (c *Controller) OpenStream(levelName, flow string) (*Ticket, error) {
+	l := c.level(levelName)
+	l.mu.Lock()
+	if l.streams[flow] >= l.cfg.StreamsPerFlow {
+		l.mu.Unlock()
+		c.metrics.rejected.WithLabelValues(l.name, "streams").Inc()
+		return nil, exhausted(fmt.Sprintf("the caller has %d streams open, the most allowed on priority level %q", l.cfg.StreamsPerFlow, l.name),
+			"TOO_MANY_STREAMS", l.name, c.cfg.MaxQueueWait)
+	}
+	l.streams[flow]++
+	l.mu.Unlock()
+	c.metrics.admitted.WithLabelValues(l.name).Inc()
+	c.metrics.inUse.WithLabelValues(l.name, "streams").Inc()
+	return &Ticket{c: c, level: l, flow: flow, stream: true}, nil
+}
+
+// Charge waits for n bytes received (charged times the expansion factor)
+// until the ticket is released.
+func (t *Ticket) Charge(ctx context.Context, n int64) error {
+	cost := n * t.c.cfg.Expansion
+	l := t.level
+	waited, err := l.bytes.acquire(ctx, t.flow, cost)
+	t.c.metrics.wait.WithLabelValues(l.name).Observe(waited.Seconds())
+	if err != nil {
+		return t.c.refuse(l, "bytes", l.cfg.Bytes, err)
+	}
+	t.mu.Lock()
+	t.bytes += cost
+	t.mu.Unlock()
+	t.c.metrics.inUse.WithLabelValues(l.name, "bytes").Add(float64(cost))
+	return nil
+}
+
+// Uncharge gives back what Charge took, for a stream's message once it is
+// answered.
+func (t *Ticket) Uncharge() {
+	t.mu.Lock()
+	n := t.bytes
+	t.bytes = 0
+	t.mu.Unlock()
+	if n > 0 {
+		t.level.bytes.release(n)
+		t.c.metrics.inUse.WithLabelValues(t.level.name, "bytes").Sub(float64(n))
+	}
+}
+
+// Release ends the call: its seat (or stream) and bytes go back.
+func (t *Ticket) Release() {
+	t.release.Do(func() {
+		t.Uncharge()
+		l := t.level
+		if t.stream {
+			l.mu.Lock()
+			if l.streams[t.flow]--; l.streams[t.flow] <= 0 {
+				delete(l.streams, t.flow)
+			}
+			l.mu.Unlock()
+			t.c.metrics.inUse.WithLabelValues(l.name, "streams").Dec()
+			return
+		}
+		l.seats.release(1)
+		t.c.metrics.inUse.WithLabelValues(l.name, "seats").Dec()
+	})
+}
+
+func (c *Controller) level(name string) *level {
+	if l, ok := c.levels[name]; ok {
+		return l
+	}
+	return c.levels[Workload]
+}
+
+// refuse turns a semaphore's refusal into the caller's status.
+func (c *Controller) refuse(l *level, budget string, limit int64, err error) error {
+	var reason, msg string
+	switch {
+	case errors.Is(err, errTooLarge):
+		reason = "REQUEST_TOO_LARGE"
+		msg = fmt.Sprintf("the request needs more than the whole %s budget of priority level %q (%d; each byte received counts %d): it can never be served", budget, l.name, limit, c.cfg.Expansion)
+	case errors.Is(err, errQueueFull):
+		reason = "QUEUE_FULL"
+		msg = fmt.Sprintf("the caller already has %d calls waiting for %s on priority level %q", c.cfg.QueueLength, budget, l.name)
+	case errors.Is(err, errTimedOut):
+		reason = "QUEUE_TIMEOUT"
+		msg = fmt.Sprintf("waited %s for %s on priority level %q (%d in use)", c.cfg.MaxQueueWait, budget, l.name, limit)
+	default:
+		return status.FromContextError(err).Err()
+	}
+	c.metrics.rejected.WithLabelValues(l.name, reason).Inc()
+	if reason == "REQUEST_TOO_LARGE" {
+		return apierr.New(codes.ResourceExhausted, reason, map[string]string{"priorityLevel": l.name, "budget": budget, "limit": fmt.Sprint(limit)}, "%s", msg)
+	}
+	return exhausted(msg, reason, l.name, c.cfg.MaxQueueWait)
+}
+
+// exhausted is RESOURCE_EXHAUSTED with a RetryInfo whose delay is jittered
+// around the queue wait, so that shed callers do not return together.
+func exhausted(msg, reason, levelName string, wait time.Duration) error {
+	delay := wait/2 + rand.N(wait+1)
+	st := status.Convert(apierr.New(codes.ResourceExhausted, reason, map[string]string{"priorityLevel": levelName}, "%s; retry later", msg))
+	withRetry, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)})
+	if err != nil {
+		return st.Err()
+	}
+	return withRetry.Err()
+}
+
+type metrics struct {
+	admitted *prometheus.CounterVec
+	rejected *prometheus.CounterVec
+	wait     *prometheus.HistogramVec
+	inUse    *prometheus.GaugeVec
+	capacity *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		admitted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jobplane_admission_admitted_total",
+			Help: "Calls and streams admitted, by priority level."}, []string{"priority_level"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jobplane_admission_rejected_total",
+			Help: "Calls shed with RESOURCE_EXHAUSTED, by priority level and reason."}, []string{"priority_level", "reason"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "jobplane_admission_queue_wait_seconds",
+			Help:    "Time calls waited in their queue for a seat or bytes, by priority level.",
+			Buckets: []float64{0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}}, []string{"priority_level"}),
+		inUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jobplane_admission_in_use",
+			Help: "Seats, bytes and streams in use, by priority level."}, []string{"priority_level", "budget"}),
+		capacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jobplane_admission_capacity",
+			Help: "Seats and bytes of each priority level."}, []string{"priority_level", "budget"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.admitted, m.rejected, m.wait, m.inUse, m.capacity)
+	}
+	return m
+}

@@ -1,0 +1,292 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func testController(seats int, bytes int64) *Controller {
+	return New(Config{
+		Levels: map[string]LevelConfig{
+			System:   {Seats: seats, Bytes: bytes, StreamsPerFlow: 2},
+			Workload: {Seats: seats, Bytes: bytes, StreamsPerFlow: 2},
+		},
+		QueueLength:  100,
+		MaxQueueWait: 5 * time.Second,
+		Expansion:    4,
+	}, nil)
+}
+
+// waitQueued waits until flow has n waiters on s.
+func waitQueued(t *testing.T, s *fairSemaphore, flow string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s.mu.Lock()
+		got := 0
+		if f := s.flows[flow]; f != nil {
+			got = len(f.waiters)
+		}
+		s.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flow %s has %d waiters, want %d", flow, got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A caller flooding a level delays only itself: another caller's call is
+// granted at the next turn, not after the flood.
+func TestAFloodingCallerDoesNotStarveAnother(t *testing.T) {
+	c := testController(1, 1<<20)
+	ctx := context.Background()
+	first, err := c.Admit(ctx, Workload, "flooder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.levels[Workload]
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	admit := func(flow string) {
+		defer wg.Done()
+		tk, err := c.Admit(ctx, Workload, flow)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		order = append(order, flow)
+		mu.Unlock()
+		tk.Release()
+	}
+	for i := range 20 {
+		wg.Add(1)
+		go admit("flooder")
+		waitQueued(t, l.seats, "flooder", i+1)
+	}
+	wg.Add(1)
+	go admit("quiet")
+	waitQueued(t, l.seats, "quiet", 1)
+	first.Release()
+	wg.Wait()
+	for i, flow := range order {
+		if flow == "quiet" {
+			if i > 1 {
+				t.Errorf("the quiet caller was served %d-th, after %d of the flood: %v", i+1, i, order)
+			}
+			return
+		}
+	}
+	t.Fatalf("the quiet caller was never served: %v", order)
+}
+
+// Each priority level has its budgets: a full workload level leaves the
+// system level's seats free.
+func TestLevelsAreIndependent(t *testing.T) {
+	c := testController(1, 1<<20)
+	held, err := c.Admit(context.Background(), Workload, "outsider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	tk, err := c.Admit(ctx, System, "executor")
+	if err != nil {
+		t.Fatalf("system level blocked by the workload level: %v", err)
+	}
+	tk.Release()
+}
+
+func retryDelay(err error) (time.Duration, bool) {
+	for _, d := range status.Convert(err).Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return ri.GetRetryDelay().AsDuration(), true
+		}
+	}
+	return 0, false
+}
+
+func TestShedCallsAreResourceExhaustedWithRetryInfo(t *testing.T) {
+	c := New(Config{
+		Levels:       map[string]LevelConfig{Workload: {Seats: 1, Bytes: 1000, StreamsPerFlow: 1}},
+		QueueLength:  1,
+		MaxQueueWait: 50 * time.Millisecond,
+		Expansion:    10,
+	}, nil)
+	ctx := context.Background()
+	held, err := c.Admit(ctx, Workload, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+
+	t.Run("queue wait exceeded", func(t *testing.T) {
+		_, err := c.Admit(ctx, Workload, "a")
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("got %v, want ResourceExhausted", err)
+		}
+		if d, ok := retryDelay(err); !ok || d <= 0 {
+			t.Errorf("RetryInfo %v %v", d, ok)
+		}
+	})
+	t.Run("queue full", func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Admit(ctx, Workload, "a")
+			done <- err
+		}()
+		waitQueued(t, c.levels[Workload].seats, "a", 1)
+		_, err := c.Admit(ctx, Workload, "a")
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("got %v, want ResourceExhausted", err)
+		}
+		if _, ok := retryDelay(err); !ok {
+			t.Error("no RetryInfo")
+		}
+		<-done
+	})
+	t.Run("a request that can never fit: at once, naming the limit, no retry", func(t *testing.T) {
+		start := time.Now()
+		err := held.Charge(ctx, 101) // 1010 > 1000
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("got %v, want ResourceExhausted", err)
+		}
+		if _, ok := retryDelay(err); ok {
+			t.Error("RetryInfo on a request that can never fit")
+		}
+		if msg := status.Convert(err).Message(); !strings.Contains(msg, "1000") {
+			t.Errorf("message %q does not name the limit", msg)
+		}
+		if time.Since(start) > 40*time.Millisecond {
+			t.Error("waited before refusing")
+		}
+	})
+	t.Run("streams per caller", func(t *testing.T) {
+		s, err := c.OpenStream(Workload, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.OpenStream(Workload, "a"); status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("second stream: %v, want ResourceExhausted", err)
+		}
+		other, err := c.OpenStream(Workload, "b")
+		if err != nil {
+			t.Fatalf("another caller's stream: %v", err)
+		}
+		other.Release()
+		s.Release()
+		again, err := c.OpenStream(Workload, "a")
+		if err != nil {
+			t.Fatalf("after release: %v", err)
+		}
+		again.Release()
+	})
+}
+
+// Bytes are charged at the expansion factor and given back on release; a
+// caller waiting for bytes is served once they are.
+func TestBytesAreChargedAndGivenBack(t *testing.T) {
+	c := testController(10, 1000)
+	ctx := context.Background()
+	a, _ := c.Admit(ctx, Workload, "a")
+	if err := a.Charge(ctx, 200); err != nil { // 800 of 1000
+		t.Fatal(err)
+	}
+	b, _ := c.Admit(ctx, Workload, "b")
+	got := make(chan error, 1)
+	go func() { got <- b.Charge(ctx, 100) }() // 400: waits
+	waitQueued(t, c.levels[Workload].bytes, "b", 1)
+	a.Release()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if used := c.levels[Workload].bytes.inUse(); used != 400 {
+		t.Errorf("bytes in use %d, want 400", used)
+	}
+	b.Release()
+	b.Release() // twice is once
+	if used := c.levels[Workload].bytes.inUse(); used != 0 {
+		t.Errorf("bytes in use %d after release, want 0", used)
+	}
+	if seats := c.levels[Workload].seats.inUse(); seats != 0 {
+		t.Errorf("seats in use %d after release, want 0", seats)
+	}
+}
+
+// Property: under random load from random flows, a flow with a call waiting
+// is served before any other flow is served twice (round robin), and
+// everything is given back.
+func TestPropertyFlowsAreServedInTurn(t *testing.T) {
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 1))
+			// One unit: the order of service is then the order of grants.
+			const capacity = 1
+			s := newFairSemaphore(capacity, 1000, time.Minute)
+			flows := 2 + r.IntN(5)
+			// Hold the capacity, queue random waiters, then release one
+			// grant at a time and record the order of service.
+			if _, err := s.acquire(context.Background(), "holder", capacity); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var served []string
+			var wg sync.WaitGroup
+			queued := map[string]int{}
+			for range 10 + r.IntN(40) {
+				flow := fmt.Sprint("f", r.IntN(flows))
+				queued[flow]++
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := s.acquire(context.Background(), flow, 1); err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					served = append(served, flow)
+					mu.Unlock()
+					s.release(1)
+				}()
+				waitQueued(t, s, flow, queued[flow])
+			}
+			s.release(1)
+			wg.Wait()
+			if s.inUse() != 0 {
+				t.Fatalf("in use %d after everything was released", s.inUse())
+			}
+			// Between two services of one flow, while it still had
+			// waiters, no other flow is served twice.
+			left := queued
+			for i, f := range served {
+				left[f]--
+				if left[f] == 0 {
+					continue
+				}
+				seen := map[string]int{}
+				for _, g := range served[i+1:] {
+					if g == f {
+						break
+					}
+					if seen[g]++; seen[g] > 1 {
+						t.Fatalf("flow %s waited while %s was served twice: %v", f, g, served)
+					}
+				}
+			}
+		})
+	}
+}
