@@ -23,6 +23,7 @@ import (
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/leader"
+	"github.com/jobplane/jobplane/lib/retryinfo"
 	"github.com/jobplane/jobplane/services/cron/internal/controller"
 	"github.com/jobplane/jobplane/services/cron/internal/svc"
 )
@@ -163,7 +164,8 @@ func executorConn(cfg config) (*grpc.ClientConn, error) {
 			return nil, err
 		}
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	// A run the executor sheds is submitted again after the delay it asks.
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, retryinfo.DialOptions(retryinfo.DefaultPolicy)...)
 	if cfg.executorTokenFile != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(auth.TokenFile(cfg.executorTokenFile)))
 	}
