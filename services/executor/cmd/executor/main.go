@@ -189,7 +189,7 @@ func plannerConn(cfg config) (*grpc.ClientConn, error) {
 func configureClient(restCfg *rest.Config, cfg config) {
 	restCfg.UserAgent = "jobplane-executor"
 	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
-	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst)
+	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst, nil)
 }
 
 // runner is the controller with its leadership, as the gRPC service sees it.

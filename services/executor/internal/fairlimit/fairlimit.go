@@ -1,10 +1,14 @@
 // Package fairlimit is a client-side rate limiter for the Kubernetes client
-// that shares its budget fairly between Jobs. client-go's token bucket serves
-// requests first come, first served, so a small Job's two calls wait behind
-// a large Job's hundreds of creations and finalizer patches; here every Job
-// with requests waiting gets a token in turn, so each Job's wait depends on
-// how many Jobs are busy, not on how much work the others queued. The total
-// rate (QPS and burst) is the same as client-go's.
+// that shares its budget fairly between namespaces, then between the Jobs of
+// a namespace. client-go's token bucket serves requests first come, first
+// served, so a small Job's two calls wait behind a large Job's hundreds of
+// creations and finalizer patches, and a tenant's one Job behind every Job
+// another tenant runs; here the next token goes to the namespace whose turn
+// it is (fairqueue.Order: the work queue's order, with the same weights),
+// and within it to its Jobs with requests waiting in turn. Requests made for
+// no Job (events, the orphan pods' cleanup, leader election, the informers)
+// share a lane of their own, served as one more namespace. The total rate
+// (QPS and burst) is the same as client-go's.
 package fairlimit
 
 import (
@@ -14,12 +18,15 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 )
 
 type keyType struct{}
 
 // WithKey marks the requests made with ctx as the work of one Job (its
-// namespace/name); requests without a key share one lane.
+// namespace/name), queued in its lane; requests without a key share one lane
+// of their own.
 func WithKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, keyType{}, key)
 }
@@ -48,16 +55,16 @@ func LaneOf(ctx context.Context) string {
 	return KeyOf(ctx)
 }
 
-// Limiter implements flowcontrol.RateLimiter with a fair queue per key.
+// Limiter implements flowcontrol.RateLimiter with a fair queue per lane.
 type Limiter struct {
 	bucket *rate.Limiter
 	qps    float32
 
 	mu sync.Mutex
-	// lanes holds the waiters of each key, oldest first; ring is the order
-	// keys with waiters are served in.
+	// lanes holds the waiters of each lane, oldest first; turns is the
+	// order lanes with waiters are served in.
 	lanes   map[string][]chan struct{}
-	ring    []string
+	turns   *fairqueue.Order
 	pending chan struct{} // signalled when a waiter arrives
 	stop    chan struct{}
 	once    sync.Once
@@ -65,13 +72,15 @@ type Limiter struct {
 
 var _ flowcontrol.RateLimiter = (*Limiter)(nil)
 
-// New returns a limiter of qps requests per second with bursts of burst, and
-// starts its dispatcher (ended by Stop).
-func New(qps float32, burst int) *Limiter {
+// New returns a limiter of qps requests per second with bursts of burst,
+// shared between namespaces by weights, and starts its dispatcher (ended by
+// Stop).
+func New(qps float32, burst int, weights fairqueue.Weights) *Limiter {
 	l := &Limiter{
 		bucket:  rate.NewLimiter(rate.Limit(qps), burst),
 		qps:     qps,
 		lanes:   map[string][]chan struct{}{},
+		turns:   fairqueue.NewOrder(weights),
 		pending: make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 	}
@@ -79,17 +88,17 @@ func New(qps float32, burst int) *Limiter {
 	return l
 }
 
-// Wait blocks until the request of ctx's key may go, or ctx ends.
+// Wait blocks until the request of ctx's lane may go, or ctx ends.
 func (l *Limiter) Wait(ctx context.Context) error {
 	l.mu.Lock()
-	if len(l.ring) == 0 && l.bucket.Allow() {
+	if l.turns.Len() == 0 && l.bucket.Allow() {
 		l.mu.Unlock()
 		return nil
 	}
 	key := LaneOf(ctx)
 	w := make(chan struct{})
 	if len(l.lanes[key]) == 0 {
-		l.ring = append(l.ring, key)
+		l.turns.Push(key)
 	}
 	l.lanes[key] = append(l.lanes[key], w)
 	l.mu.Unlock()
@@ -127,20 +136,15 @@ func (l *Limiter) remove(key string, w chan struct{}) {
 		return
 	}
 	delete(l.lanes, key)
-	for i, k := range l.ring {
-		if k == key {
-			l.ring = append(l.ring[:i:i], l.ring[i+1:]...)
-			break
-		}
-	}
+	l.turns.Remove(key)
 }
 
-// dispatch hands out tokens as the bucket refills, one key at a time in
+// dispatch hands out tokens as the bucket refills, one lane at a time in
 // turn.
 func (l *Limiter) dispatch() {
 	for {
 		l.mu.Lock()
-		idle := len(l.ring) == 0
+		idle := l.turns.Len() == 0
 		l.mu.Unlock()
 		if idle {
 			select {
@@ -162,22 +166,21 @@ func (l *Limiter) dispatch() {
 	}
 }
 
-// grantNext releases the oldest waiter of the next key in turn; with none
+// grantNext releases the oldest waiter of the next lane in turn; with none
 // left (all cancelled) the token goes back.
 func (l *Limiter) grantNext(r *rate.Reservation) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.ring) == 0 {
+	if l.turns.Len() == 0 {
 		r.Cancel()
 		return
 	}
-	key := l.ring[0]
+	key := l.turns.Pop()
 	lane := l.lanes[key]
 	w := lane[0]
-	l.ring = l.ring[1:]
 	if len(lane) > 1 {
 		l.lanes[key] = lane[1:]
-		l.ring = append(l.ring, key) // to the back of the turn
+		l.turns.Push(key) // behind its namespace's other lanes
 	} else {
 		delete(l.lanes, key)
 	}
@@ -188,7 +191,7 @@ func (l *Limiter) grantNext(r *rate.Reservation) {
 func (l *Limiter) TryAccept() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.ring) == 0 && l.bucket.Allow()
+	return l.turns.Len() == 0 && l.bucket.Allow()
 }
 
 // Accept blocks until a token is granted.

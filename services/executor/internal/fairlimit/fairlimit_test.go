@@ -3,11 +3,14 @@ package fairlimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 )
 
 // waiting is how many requests of key wait in its lane.
@@ -56,11 +59,11 @@ func (g *grantLog) len() int {
 }
 
 // TestSmallJobIsNotStarvedByLargeJob: a Job with two requests waits for a
-// turn or two, not behind the fifty requests another Job queued first; and
-// the total rate stays the configured one.
+// turn or two, not behind the fifty requests another Job of its namespace
+// queued first; and the total rate stays the configured one.
 func TestSmallJobIsNotStarvedByLargeJob(t *testing.T) {
 	const qps, burst = 20, 1
-	l := New(qps, burst)
+	l := New(qps, burst, nil)
 	defer l.Stop()
 	if err := l.Wait(context.Background()); err != nil { // takes the burst
 		t.Fatal(err)
@@ -119,7 +122,7 @@ func TestSmallJobIsNotStarvedByLargeJob(t *testing.T) {
 // TestCancelledWaitersLeaveNothingBehind: a waiter whose context ends
 // returns its error and leaves its lane; the limiter then serves others.
 func TestCancelledWaitersLeaveNothingBehind(t *testing.T) {
-	l := New(2, 1)
+	l := New(2, 1, nil)
 	defer l.Stop()
 	if err := l.Wait(context.Background()); err != nil {
 		t.Fatal(err)
@@ -142,10 +145,10 @@ func TestCancelledWaitersLeaveNothingBehind(t *testing.T) {
 		}
 	}
 	l.mu.Lock()
-	lanes, ring := len(l.lanes), len(l.ring)
+	lanes, turns := len(l.lanes), l.turns.Len()
 	l.mu.Unlock()
-	if lanes != 0 || ring != 0 {
-		t.Errorf("after cancelling every waiter: %d lanes, %d keys in turn; want none", lanes, ring)
+	if lanes != 0 || turns != 0 {
+		t.Errorf("after cancelling every waiter: %d lanes, %d lanes in turn; want none", lanes, turns)
 	}
 
 	done := make(chan error, 1)
@@ -161,7 +164,7 @@ func TestCancelledWaitersLeaveNothingBehind(t *testing.T) {
 }
 
 func TestTryAcceptDoesNotJumpTheQueue(t *testing.T) {
-	l := New(1, 1)
+	l := New(1, 1, nil)
 	defer l.Stop()
 	if !l.TryAccept() {
 		t.Fatal("TryAccept with a full bucket and nobody waiting = false")
@@ -200,7 +203,7 @@ func TestStopEndsTheDispatcher(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			eventually(t, 5*time.Second, "earlier tests' dispatchers stopped", func() bool { return dispatchers() == 0 })
-			l := New(0.1, 1)
+			l := New(0.1, 1, nil)
 			eventually(t, 5*time.Second, "the dispatcher started", func() bool { return dispatchers() == 1 })
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
@@ -225,4 +228,136 @@ func TestWithLaneQueuesWithoutMarkingTheJob(t *testing.T) {
 	if LaneOf(laned) != "ns/b" || KeyOf(laned) != "" {
 		t.Errorf("WithLane: lane %q, key %q; want ns/b and none", LaneOf(laned), KeyOf(laned))
 	}
+}
+
+// startPaused returns a limiter whose first token comes a second after the
+// burst is taken, and a release that then makes it fast: waiters queued
+// before release are granted in the limiter's order alone, whatever the
+// goroutines' timing.
+func startPaused(t *testing.T, weights fairqueue.Weights) (*Limiter, func()) {
+	t.Helper()
+	l := New(1, 1, weights)
+	t.Cleanup(l.Stop)
+	if err := l.Wait(context.Background()); err != nil { // takes the burst
+		t.Fatal(err)
+	}
+	return l, func() { l.bucket.SetLimit(1000) }
+}
+
+// waiters is count requests waiting in lane.
+type waiters struct {
+	lane  string // a Job's namespace/name; "" for no Job
+	count int
+}
+
+func TestTokensAreSharedByNamespaceThenByJob(t *testing.T) {
+	busy := func(ns string, jobs, each int) []waiters {
+		var w []waiters
+		for i := range jobs {
+			w = append(w, waiters{lane: fmt.Sprintf("%s/job-%d", ns, i), count: each})
+		}
+		return w
+	}
+	cases := []struct {
+		name    string
+		weights fairqueue.Weights
+		// groups queue one after the other.
+		groups [][]waiters
+		check  func(t *testing.T, grants []string)
+	}{
+		{
+			// Keyed by Job alone, b's requests would come 21st and 42nd.
+			name:   "QuietNamespaceIsNotStarvedByANamespaceOfManyJobs",
+			groups: [][]waiters{busy("a", 20, 3), {{lane: "b/job-0", count: 2}}},
+			check: func(t *testing.T, grants []string) {
+				if at := positions(grants, "b/job-0"); len(at) != 2 || at[1] > 3 {
+					t.Errorf("b's two requests granted at %v of %d; want both within the first 4", at, len(grants))
+				}
+			},
+		},
+		{
+			name:    "WeightsShareTheTokens",
+			weights: fairqueue.Weights{"a": 3},
+			groups:  [][]waiters{busy("a", 10, 8), {{lane: "b/job-0", count: 40}}},
+			check: func(t *testing.T, grants []string) {
+				first := countNamespaces(grants[:40])
+				if first["a"] < 29 || first["a"] > 31 {
+					t.Errorf("of the first 40 tokens a (weight 3) got %d, b (weight 1) %d; want 30±1 and 10±1", first["a"], first["b"])
+				}
+			},
+		},
+		{
+			name:   "RequestsForNoJobKeepALaneOfTheirOwn",
+			groups: [][]waiters{busy("a", 10, 4), {{lane: "", count: 5}}},
+			check: func(t *testing.T, grants []string) {
+				if at := positions(grants, ""); len(at) != 5 || at[4] > 10 {
+					t.Errorf("the requests for no Job were granted at %v; want every other turn, the last within 11", at)
+				}
+			},
+		},
+		{
+			name:   "JobsOfANamespaceTakeTurns",
+			groups: [][]waiters{{{lane: "a/big", count: 10}}, {{lane: "a/small", count: 2}}},
+			check: func(t *testing.T, grants []string) {
+				if at := positions(grants, "a/small"); len(at) != 2 || at[1] > 3 {
+					t.Errorf("a/small's requests granted at %v; want both within the first 4", at)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l, release := startPaused(t, tc.weights)
+			var g grantLog
+			var wg sync.WaitGroup
+			total := 0
+			for _, group := range tc.groups {
+				for _, w := range group {
+					for range w.count {
+						wg.Go(func() { g.wait(l, context.Background(), w.lane) }) // WithKey "" is no Job
+					}
+					total += w.count
+				}
+				eventually(t, 5*time.Second, "the group queued", func() bool { return queuedTotal(l) == total })
+			}
+			if n := g.len(); n > 0 {
+				t.Fatalf("%d grants before every waiter queued: the machine is too slow for this test's second", n)
+			}
+			release()
+			wg.Wait()
+			if len(g.errors) > 0 {
+				t.Fatalf("waits failed: %v", g.errors)
+			}
+			tc.check(t, g.keys)
+		})
+	}
+}
+
+// queuedTotal is how many requests wait.
+func queuedTotal(l *Limiter) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, lane := range l.lanes {
+		n += len(lane)
+	}
+	return n
+}
+
+func positions(grants []string, lane string) []int {
+	var at []int
+	for i, k := range grants {
+		if k == lane {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+func countNamespaces(grants []string) map[string]int {
+	n := map[string]int{}
+	for _, k := range grants {
+		n[fairqueue.NamespaceOf(k)]++
+	}
+	return n
 }
