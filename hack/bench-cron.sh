@@ -220,17 +220,19 @@ start_services() {
   local planner_addr=127.0.0.1:${ports[0]} executor_addr=127.0.0.1:${ports[2]}
   executor_metrics=http://127.0.0.1:${ports[3]}/metrics
   cron_metrics=http://127.0.0.1:${ports[5]}/metrics
+  # Loopback development mode, as make run: calls without credentials, and
+  # the benchmark reads the executor's and cron's /metrics without them.
   "${work}/planner" -grpc-addr "${planner_addr}" -metrics-addr "127.0.0.1:${ports[1]}" -authn-anonymous \
     -log-level warn >"${run_dir}/planner-${label}.log" 2>&1 &
   pids+=($!)
   "${work}/executor" -kubeconfig "${kubeconfig}" -planner-addr "${planner_addr}" -authn-anonymous \
-    -grpc-addr "${executor_addr}" -metrics-addr "127.0.0.1:${ports[3]}" \
+    -grpc-addr "${executor_addr}" -metrics-addr "127.0.0.1:${ports[3]}" -allow-unauthenticated-metrics \
     -kube-api-qps "${epair%/*}" -kube-api-burst "${epair#*/}" -workers "${executor_workers}" -leader-elect=false \
     -log-level warn >"${run_dir}/executor-${label}.log" 2>&1 &
   pids+=($!)
   wait_ready "http://127.0.0.1:${ports[3]}/readyz" "${run_dir}/executor-${label}.log" executor
   "${work}/cron" -kubeconfig "${kubeconfig}" -executor-addr "${executor_addr}" -authn-anonymous \
-    -grpc-addr "127.0.0.1:${ports[4]}" -metrics-addr "127.0.0.1:${ports[5]}" \
+    -grpc-addr "127.0.0.1:${ports[4]}" -metrics-addr "127.0.0.1:${ports[5]}" -allow-unauthenticated-metrics \
     -kube-api-qps "${cpair%/*}" -kube-api-burst "${cpair#*/}" -workers "${cron_workers}" -leader-elect=false \
     -log-level warn >"${run_dir}/cron-${label}.log" 2>&1 &
   pids+=($!)

@@ -188,12 +188,13 @@ start_services() {
   planner_metrics=http://127.0.0.1:${ports[1]}/metrics
   executor_metrics=http://127.0.0.1:${ports[3]}/metrics
   # Loopback development mode, as make run: the executor calls the planner
-  # without credentials (PlanSync needs authentication only, no API call).
+  # without credentials (PlanSync needs authentication only, no API call),
+  # and the benchmark reads both services' /metrics without credentials.
   "${work}/planner" -grpc-addr "${planner_addr}" -metrics-addr "127.0.0.1:${ports[1]}" -authn-anonymous \
-    -log-level warn >"${run_dir}/planner-${label}.log" 2>&1 &
+    -allow-unauthenticated-metrics -log-level warn >"${run_dir}/planner-${label}.log" 2>&1 &
   pids+=($!)
   "${work}/executor" -kubeconfig "${kubeconfig}" -planner-addr "${planner_addr}" -authn-anonymous \
-    -grpc-addr "127.0.0.1:${ports[2]}" -metrics-addr "127.0.0.1:${ports[3]}" \
+    -grpc-addr "127.0.0.1:${ports[2]}" -metrics-addr "127.0.0.1:${ports[3]}" -allow-unauthenticated-metrics \
     -kube-api-qps "${qps}" -kube-api-burst "${burst}" -workers "${workers}" -leader-elect=false \
     -log-level warn >"${run_dir}/executor-${label}.log" 2>&1 &
   pids+=($!)

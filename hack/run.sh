@@ -17,7 +17,8 @@ kubectl="$("${root}/hack/build-bins.sh" cluster | tail -n 1)/kubectl"
 # system:anonymous, authorized by the cluster's RBAC like any caller, so
 # system:anonymous gets jobplane's rights in the namespace default only, and
 # so does the ServiceAccount jobplane-dev, whose tokens show the
-# authenticated way in.
+# authenticated way in. Their /metrics are open on loopback
+# (-allow-unauthenticated-metrics); deployed, they need get on /metrics.
 "${kubectl}" --kubeconfig "${kubeconfig}" apply -f - >/dev/null <<'YAML'
 apiVersion: v1
 kind: ServiceAccount
@@ -78,7 +79,7 @@ for svc in planner executor cron; do
   pkill -f "^${root}/bin/${svc}( |$)" 2>/dev/null || true
 done
 for svc in planner executor cron; do
-  KUBECONFIG="${kubeconfig}" "${root}/bin/${svc}" -authn-anonymous >"${logs}/${svc}.log" 2>&1 &
+  KUBECONFIG="${kubeconfig}" "${root}/bin/${svc}" -authn-anonymous -allow-unauthenticated-metrics >"${logs}/${svc}.log" 2>&1 &
   pids+=($!)
 done
 
@@ -160,7 +161,8 @@ the namespace default only. From ${root}, in another terminal:
   # A bad request answers InvalidArgument with the violated fields:
   bin/grpcurl -plaintext -d '{"schedule":"TZ=UTC 0 * * * *","timeZone":"Local","from":"2026-03-26T00:00:00Z"}' 127.0.0.1:50053 jobplane.v1.CronService/PreviewSchedule
 
-  # Metrics:
+  # Metrics (open on loopback here; deployed, a scraper needs get on the
+  # non-resource URL /metrics, as with kube-controller-manager's):
   curl -s 127.0.0.1:9093/metrics | grep -E '^grpc_server_handled_total.* [1-9]'
 
   # The cluster:

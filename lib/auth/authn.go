@@ -3,9 +3,12 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -58,14 +61,31 @@ func NewAuthenticator(cfg Config, client kubernetes.Interface, log *slog.Logger)
 	}
 }
 
-// Authenticate returns the caller's identity, or UNAUTHENTICATED (no
-// credentials or refused ones) or UNAVAILABLE (the API server could not
-// answer).
+// Authenticate returns the identity of the caller of the gRPC call ctx
+// belongs to, or UNAUTHENTICATED (no credentials or refused ones) or
+// UNAVAILABLE (the API server could not answer).
 func (a *Authenticator) Authenticate(ctx context.Context) (*Identity, error) {
-	if id := certificateIdentity(ctx); id != nil {
-		return id, nil
+	md, _ := metadata.FromIncomingContext(ctx)
+	return a.authenticate(ctx, peerCertificate(ctx), md.Get("authorization"), "metadata")
+}
+
+// AuthenticateRequest is Authenticate for an HTTP request: its verified
+// client certificate, else its Authorization header.
+func (a *Authenticator) AuthenticateRequest(r *http.Request) (*Identity, error) {
+	var cert *Identity
+	if r.TLS != nil {
+		cert = certificateIdentity(r.TLS)
 	}
-	token, present, err := bearerToken(ctx)
+	return a.authenticate(r.Context(), cert, r.Header.Values("Authorization"), "header")
+}
+
+// authenticate establishes who presents cert (nil: none) and the values of
+// the authorization metadata or header (named by carrier, for the errors).
+func (a *Authenticator) authenticate(ctx context.Context, cert *Identity, authorization []string, carrier string) (*Identity, error) {
+	if cert != nil {
+		return cert, nil
+	}
+	token, present, err := bearerToken(authorization, carrier)
 	if err != nil {
 		return nil, err
 	}
@@ -75,13 +95,13 @@ func (a *Authenticator) Authenticate(ctx context.Context) (*Identity, error) {
 	if a.anonymous {
 		return Anonymous(), nil
 	}
-	return nil, unauthenticated("no credentials: send the metadata \"authorization: Bearer <token>\" or a client certificate")
+	return nil, unauthenticated(fmt.Sprintf("no credentials: send the %s \"authorization: Bearer <token>\" or a client certificate", carrier))
 }
 
 // HasCredentials says whether the call carries a verified client
 // certificate or an authorization header.
 func HasCredentials(ctx context.Context) bool {
-	if certificateIdentity(ctx) != nil {
+	if peerCertificate(ctx) != nil {
 		return true
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
@@ -92,40 +112,47 @@ func unauthenticated(msg string) error {
 	return apierr.New(codes.Unauthenticated, "UNAUTHENTICATED", nil, "%s", msg)
 }
 
-// certificateIdentity is the subject of a client certificate the TLS
-// handshake verified against the client CA: CN the user, O the groups.
-func certificateIdentity(ctx context.Context) *Identity {
+// peerCertificate is the identity of the client certificate of the gRPC
+// call ctx belongs to, or nil.
+func peerCertificate(ctx context.Context) *Identity {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
 		return nil
 	}
 	tlsInfo, ok := p.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(tlsInfo.State.VerifiedChains) == 0 || len(tlsInfo.State.PeerCertificates) == 0 {
+	if !ok {
 		return nil
 	}
-	subject := tlsInfo.State.PeerCertificates[0].Subject
+	return certificateIdentity(&tlsInfo.State)
+}
+
+// certificateIdentity is the subject of a client certificate the TLS
+// handshake verified against the client CA: CN the user, O the groups.
+func certificateIdentity(state *tls.ConnectionState) *Identity {
+	if len(state.VerifiedChains) == 0 || len(state.PeerCertificates) == 0 {
+		return nil
+	}
+	subject := state.PeerCertificates[0].Subject
 	if subject.CommonName == "" {
 		return nil
 	}
 	return &Identity{User: subject.CommonName, Groups: slices.Clone(subject.Organization), Method: MethodCertificate}
 }
 
-// bearerToken reads the authorization metadata: absent, or exactly one
-// "Bearer <token>".
-func bearerToken(ctx context.Context) (token string, present bool, err error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	values := md.Get("authorization")
+// bearerToken reads the values of the authorization metadata or header:
+// absent, or exactly one "Bearer <token>".
+func bearerToken(values []string, carrier string) (token string, present bool, err error) {
 	switch len(values) {
 	case 0:
 		return "", false, nil
 	case 1:
 	default:
-		return "", true, unauthenticated("more than one authorization metadata value")
+		return "", true, unauthenticated(fmt.Sprintf("more than one authorization %s value", carrier))
 	}
 	scheme, token, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
 	token = strings.TrimSpace(token)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", true, unauthenticated("the authorization metadata must be \"Bearer <token>\"")
+		return "", true, unauthenticated(fmt.Sprintf("the authorization %s must be \"Bearer <token>\"", carrier))
 	}
 	return token, true, nil
 }

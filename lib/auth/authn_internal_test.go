@@ -43,6 +43,8 @@ func TestReviewKeysTellQuestionsApart(t *testing.T) {
 		"alice team as user": {&Identity{User: "aliceteam"}, a},
 		"alice with extra":   {&Identity{User: "alice", Extra: map[string][]string{"team": nil}}, a},
 		"other namespace":    {&Identity{User: "alice"}, Attributes{Verb: "get", Group: "batch", Resource: "jobs", Namespace: "aj"}},
+		"a path":             {&Identity{User: "alice"}, Attributes{Verb: "get", Path: "/metrics"}},
+		"a resource like it": {&Identity{User: "alice"}, Attributes{Verb: "get", Resource: "/metrics"}},
 	} {
 		k := reviewKey(q.id, q.a)
 		if other, ok := keys[k]; ok {

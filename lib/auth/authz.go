@@ -16,9 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Attributes are what an RPC does, in the API server's authorization
+// Attributes are what a request does, in the API server's authorization
 // vocabulary: a verb on a resource of an API group, in a namespace ("" is
-// every namespace, the cluster scope) and, for verbs on one object, its name.
+// every namespace, the cluster scope) and, for verbs on one object, its name;
+// or, for a non-resource URL (/metrics), a verb on its Path alone.
 type Attributes struct {
 	Verb        string
 	Group       string
@@ -26,6 +27,8 @@ type Attributes struct {
 	Subresource string
 	Namespace   string
 	Name        string
+	// Path is a non-resource URL; set, the fields of a resource are empty.
+	Path string
 }
 
 // Decision is an authorizer's answer.
@@ -44,6 +47,9 @@ type Authorizer interface {
 // (k8s.io/apiserver's forbiddenMessage), so a caller reads the same sentence
 // from jobplane as from kubectl.
 func ForbiddenMessage(user string, a Attributes) string {
+	if a.Path != "" {
+		return fmt.Sprintf("User %q cannot %s path %q", user, a.Verb, a.Path)
+	}
 	resource := a.Resource
 	if a.Subresource != "" {
 		resource += "/" + a.Subresource
@@ -52,6 +58,16 @@ func ForbiddenMessage(user string, a Attributes) string {
 		return fmt.Sprintf("User %q cannot %s resource %q in API group %q in the namespace %q", user, a.Verb, resource, a.Group, a.Namespace)
 	}
 	return fmt.Sprintf("User %q cannot %s resource %q in API group %q at the cluster scope", user, a.Verb, resource, a.Group)
+}
+
+// deniedMessage is ForbiddenMessage followed by the authorizer's reason,
+// when it gave one.
+func deniedMessage(user string, a Attributes, d Decision) string {
+	msg := ForbiddenMessage(user, a)
+	if d.Reason != "" {
+		msg += ": " + d.Reason
+	}
+	return msg
 }
 
 // SubjectAccessReviewer asks the API server with SubjectAccessReviews, so
@@ -82,22 +98,26 @@ func (r *SubjectAccessReviewer) Authorize(ctx context.Context, id *Identity, a A
 	v, err, _ := r.inflight.Do(key, func() (any, error) {
 		reviewCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		review, err := r.client.AuthorizationV1().SubjectAccessReviews().Create(reviewCtx, &authorizationv1.SubjectAccessReview{
-			Spec: authorizationv1.SubjectAccessReviewSpec{
-				User:   id.User,
-				UID:    id.UID,
-				Groups: id.Groups,
-				Extra:  extraValues(id.Extra),
-				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace:   a.Namespace,
-					Verb:        a.Verb,
-					Group:       a.Group,
-					Resource:    a.Resource,
-					Subresource: a.Subresource,
-					Name:        a.Name,
-				},
-			},
-		}, metav1.CreateOptions{})
+		spec := authorizationv1.SubjectAccessReviewSpec{
+			User:   id.User,
+			UID:    id.UID,
+			Groups: id.Groups,
+			Extra:  extraValues(id.Extra),
+		}
+		if a.Path != "" {
+			spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: a.Path, Verb: a.Verb}
+		} else {
+			spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
+				Namespace:   a.Namespace,
+				Verb:        a.Verb,
+				Group:       a.Group,
+				Resource:    a.Resource,
+				Subresource: a.Subresource,
+				Name:        a.Name,
+			}
+		}
+		review, err := r.client.AuthorizationV1().SubjectAccessReviews().Create(reviewCtx,
+			&authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +180,7 @@ func reviewKey(id *Identity, a Attributes) string {
 		field(k)
 		list(id.Extra[k])
 	}
-	for _, s := range []string{a.Verb, a.Group, a.Resource, a.Subresource, a.Namespace, a.Name} {
+	for _, s := range []string{a.Verb, a.Group, a.Resource, a.Subresource, a.Namespace, a.Name, a.Path} {
 		field(s)
 	}
 	return string(b)

@@ -33,6 +33,11 @@ type Config struct {
 	// the RPCs that need authentication only (the planner's, PreviewSchedule)
 	// (flag -allow-unauthenticated-pure-rpcs).
 	AllowUnauthenticatedPureRPCs bool
+	// AllowUnauthenticatedMetrics serves /metrics (everything on the
+	// metrics address but /healthz and /readyz, which are always open) to
+	// anyone, without authentication or authorization; for development on a
+	// loopback metrics address only (flag -allow-unauthenticated-metrics).
+	AllowUnauthenticatedMetrics bool
 }
 
 // Defaults returns the configuration of a server that requires credentials.
@@ -55,6 +60,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.AuthzCacheTTL, "authz-cache-ttl", c.AuthzCacheTTL, "reuse a SubjectAccessReview's answer this long at most: a revoked permission is effective within it")
 	fs.IntVar(&c.AuthzCacheSize, "authz-cache-size", c.AuthzCacheSize, "SubjectAccessReview answers kept")
 	fs.BoolVar(&c.AllowUnauthenticatedPureRPCs, "allow-unauthenticated-pure-rpcs", c.AllowUnauthenticatedPureRPCs, "let callers without credentials call the RPCs that need authentication only (PlannerService, PreviewSchedule)")
+	fs.BoolVar(&c.AllowUnauthenticatedMetrics, "allow-unauthenticated-metrics", c.AllowUnauthenticatedMetrics, "serve /metrics to anyone, unauthenticated and unauthorized (otherwise: to callers allowed get on the non-resource URL); loopback -metrics-addr only, for development")
 }
 
 // Validate reports every invalid field at once.

@@ -5,7 +5,8 @@
 // O the groups), and every RPC is authorized with a SubjectAccessReview of
 // the verb, resource and namespace it acts on (the table in rules.go), so
 // that jobplane never does for a caller what the caller could not do
-// himself. Both answers are cached for a short, bounded time.
+// himself; an HTTP request (/metrics) is authorized on its non-resource URL.
+// Both answers are cached for a short, bounded time.
 package auth
 
 import (

@@ -145,14 +145,10 @@ func (i *Interceptor) authorize(ctx context.Context, method string, rule Rule, r
 				"the call could not be authorized: the Kubernetes API did not answer the SubjectAccessReview")
 		}
 		if !d.Allowed {
-			msg := ForbiddenMessage(id.User, a)
-			if d.Reason != "" {
-				msg += ": " + d.Reason
-			}
 			return apierr.New(codes.PermissionDenied, "FORBIDDEN", map[string]string{
 				"user": id.User, "verb": a.Verb, "group": a.Group, "resource": a.Resource,
 				"subresource": a.Subresource, "namespace": a.Namespace, "name": a.Name,
-			}, "%s", msg)
+			}, "%s", deniedMessage(id.User, a, d))
 		}
 	}
 	return nil

@@ -35,7 +35,7 @@ type fakeCluster struct {
 	*fake.Clientset
 	mu      sync.Mutex
 	tokens  map[string]authenticationv1.UserInfo
-	grants  map[string]bool // "user verb group/resource namespace"
+	grants  map[string]bool // "user verb group/resource namespace", or "user verb path" for a non-resource URL
 	down    bool            // every review fails
 	reviews map[string]int  // "tokenreviews", "subjectaccessreviews"
 }
@@ -65,6 +65,10 @@ func newFakeCluster() *fakeCluster {
 			return true, nil, errors.New("connection refused")
 		}
 		review := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+		if nr := review.Spec.NonResourceAttributes; nr != nil {
+			review.Status.Allowed = c.grants[review.Spec.User+" "+nr.Verb+" "+nr.Path]
+			return true, review, nil
+		}
 		a := review.Spec.ResourceAttributes
 		resource := a.Resource
 		if a.Subresource != "" {
@@ -80,6 +84,13 @@ func (c *fakeCluster) grant(user, verb, groupResource, namespace string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.grants[user+" "+verb+" "+groupResource+" "+namespace] = true
+}
+
+// grantPath lets user verb the non-resource URL path.
+func (c *fakeCluster) grantPath(user, verb, path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.grants[user+" "+verb+" "+path] = true
 }
 
 func (c *fakeCluster) revoke(user, verb, groupResource, namespace string) {

@@ -20,8 +20,10 @@ import (
 type Config struct {
 	// Addr is the gRPC listen address (flag -grpc-addr).
 	Addr string
-	// MetricsAddr serves /metrics, /healthz (liveness) and /readyz
-	// (readiness) over HTTP; empty disables it (flag -metrics-addr).
+	// MetricsAddr serves /healthz (liveness) and /readyz (readiness) to
+	// anyone and /metrics to callers allowed get on it (a non-resource URL),
+	// over HTTPS when gRPC is served over TLS, else HTTP (on loopback only,
+	// as gRPC); empty disables it (flag -metrics-addr).
 	MetricsAddr string
 	// MaxRecvMsgBytes bounds a received message (flag -max-recv-msg-bytes).
 	MaxRecvMsgBytes int
@@ -98,7 +100,7 @@ func Defaults(addr, metricsAddr string) Config {
 // defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "grpc-addr", c.Addr, "gRPC listen address")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "HTTP address of /metrics, /healthz and /readyz; empty disables")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "HTTP address (HTTPS with -tls-cert-file) of /metrics, for callers allowed get on it, and of /healthz and /readyz, for anyone; empty disables")
 	fs.IntVar(&c.MaxRecvMsgBytes, "max-recv-msg-bytes", c.MaxRecvMsgBytes, "largest message received, in bytes")
 	fs.IntVar(&c.MaxSendMsgBytes, "max-send-msg-bytes", c.MaxSendMsgBytes, "largest message sent, in bytes")
 	fs.DurationVar(&c.KeepaliveMinTime, "keepalive-min-time", c.KeepaliveMinTime, "clients pinging more often are disconnected")
@@ -138,6 +140,14 @@ func (c Config) Validate() error {
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			errs = append(errs, fmt.Errorf("metrics-addr %q: %w", c.MetricsAddr, err))
+		} else if !IsLoopback(c.MetricsAddr) {
+			// Bearer tokens travel to /metrics as to gRPC.
+			if !c.TLS() && !c.AllowInsecureNonLoopback {
+				errs = append(errs, fmt.Errorf("metrics-addr %q is not a loopback address: serve TLS (tls-cert-file, tls-key-file) or allow plaintext explicitly (allow-insecure-non-loopback)", c.MetricsAddr))
+			}
+			if c.Auth.AllowUnauthenticatedMetrics {
+				errs = append(errs, fmt.Errorf("allow-unauthenticated-metrics is for development on loopback only: metrics-addr %q is not a loopback address", c.MetricsAddr))
+			}
 		}
 	}
 	if c.MaxRecvMsgBytes <= 0 {

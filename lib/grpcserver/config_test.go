@@ -53,13 +53,7 @@ func TestPlaintextIsServedOnLoopbackOnly(t *testing.T) {
 	} {
 		cfg := Defaults(tc.addr, "")
 		cfg.TLSCertFile, cfg.TLSKeyFile, cfg.AllowInsecureNonLoopback = tc.tlsCert, tc.tlsKey, tc.allowInsecure
-		err := cfg.Validate()
-		switch {
-		case tc.wantErr == "" && err != nil:
-			t.Errorf("%+v: %v", tc, err)
-		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-			t.Errorf("%+v: %v, want an error saying %q", tc, err, tc.wantErr)
-		}
+		checkValidate(t, cfg, tc.wantErr, tc)
 	}
 }
 
@@ -68,5 +62,45 @@ func TestClientCANeedsTLS(t *testing.T) {
 	cfg.ClientCAFile = "ca.crt"
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "client-ca-file needs TLS") {
 		t.Errorf("client CA without TLS: %v", err)
+	}
+}
+
+func TestMetricsAreServedInPlaintextAndOpenOnLoopbackOnly(t *testing.T) {
+	for _, tc := range []struct {
+		metricsAddr         string
+		tls, allowInsecure  bool
+		unauthenticatedOpen bool
+		wantErr             string
+	}{
+		{metricsAddr: "127.0.0.1:9091"},
+		{metricsAddr: "127.0.0.1:9091", unauthenticatedOpen: true},
+		{metricsAddr: "localhost:9091", unauthenticatedOpen: true},
+		{metricsAddr: "", unauthenticatedOpen: true},
+		{metricsAddr: "0.0.0.0:9091", wantErr: `metrics-addr "0.0.0.0:9091" is not a loopback address`},
+		{metricsAddr: "0.0.0.0:9091", tls: true},
+		{metricsAddr: "0.0.0.0:9091", allowInsecure: true},
+		{metricsAddr: "0.0.0.0:9091", tls: true, unauthenticatedOpen: true, wantErr: "allow-unauthenticated-metrics is for development on loopback only"},
+		{metricsAddr: ":9091", allowInsecure: true, unauthenticatedOpen: true, wantErr: "allow-unauthenticated-metrics is for development on loopback only"},
+	} {
+		cfg := Defaults("127.0.0.1:50051", tc.metricsAddr)
+		if tc.tls {
+			cfg.TLSCertFile, cfg.TLSKeyFile = "tls.crt", "tls.key"
+		}
+		cfg.AllowInsecureNonLoopback = tc.allowInsecure
+		cfg.Auth.AllowUnauthenticatedMetrics = tc.unauthenticatedOpen
+		checkValidate(t, cfg, tc.wantErr, tc)
+	}
+}
+
+// checkValidate checks that cfg is valid (wantErr empty) or that its error
+// says wantErr; the case tc names the configuration in a failure.
+func checkValidate(t *testing.T, cfg Config, wantErr string, tc any) {
+	t.Helper()
+	err := cfg.Validate()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Errorf("%+v: %v", tc, err)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Errorf("%+v: %v, want an error saying %q", tc, err, wantErr)
 	}
 }

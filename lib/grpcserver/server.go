@@ -4,13 +4,15 @@
 // authorization with the cluster's TokenReview and SubjectAccessReview APIs
 // by the table of lib/auth), health per service
 // gated by readiness checks, reflection, bounded messages, keepalive
-// enforcement, /metrics, /healthz and /readyz over HTTP, long-lived work run
-// beside gRPC in the same lifecycle, and a graceful shutdown. A service only
-// adds its handlers, its work and its checks.
+// enforcement, /healthz and /readyz over HTTP (or HTTPS, as gRPC) and
+// /metrics behind the same authentication and authorization, long-lived
+// work run beside gRPC in the same lifecycle, and a graceful shutdown. A
+// service only adds its handlers, its work and its checks.
 package grpcserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +62,7 @@ type Server struct {
 	log      *slog.Logger
 	kube     kubernetes.Interface // reviews tokens and authorizes; nil when none is configured
 	kubeErr  error                // why kube is nil
+	authn    *auth.Authenticator
 	authz    auth.Authorizer
 	auth     *auth.Interceptor
 	grpc     *grpc.Server
@@ -72,6 +75,10 @@ type Server struct {
 	checks   []readinessCheck
 	served   atomic.Bool
 	stopping atomic.Bool
+
+	// metricsTLS serves the metrics port over TLS when gRPC is, with the
+	// same certificate and client CA: bearer tokens travel to it too.
+	metricsTLS *tls.Config
 
 	readyMu sync.Mutex
 	failing []string // the readiness checks that failed their last run
@@ -146,16 +153,18 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	if s.authz == nil && s.kube != nil {
 		s.authz = auth.NewSubjectAccessReviewer(cfg.Auth, s.kube, logger)
 	}
-	s.auth = auth.NewInterceptor(cfg.Auth, auth.NewAuthenticator(cfg.Auth, s.kube, logger), s.authz, auth.Rules, logger)
+	s.authn = auth.NewAuthenticator(cfg.Auth, s.kube, logger)
+	s.auth = auth.NewInterceptor(cfg.Auth, s.authn, s.authz, auth.Rules, logger)
 
 	unary, stream := s.interceptors()
 	creds := insecure.NewCredentials()
 	if cfg.TLS() {
-		tc, err := tlsConfig(cfg, logger)
+		st, err := newServerTLS(cfg, logger)
 		if err != nil {
 			return nil, err
 		}
-		creds = credentials.NewTLS(tc)
+		creds = credentials.NewTLS(st.config("h2"))
+		s.metricsTLS = st.config("http/1.1")
 	}
 	s.grpc = grpc.NewServer(
 		grpc.Creds(creds),
@@ -307,6 +316,16 @@ func (s *Server) checkAuthDependencies() error {
 	return nil
 }
 
+// checkMetricsAuth reports why no caller could be authorized to read
+// /metrics. As kube-controller-manager without an authorization kubeconfig,
+// the server still serves (health stays open, the service works) and says so.
+func (s *Server) checkMetricsAuth() error {
+	if s.cfg.Auth.AllowUnauthenticatedMetrics || s.authz != nil {
+		return nil
+	}
+	return fmt.Errorf("/metrics needs SubjectAccessReviews, but there is no Kubernetes API to ask: %w; configure it or, on a loopback metrics address, -allow-unauthenticated-metrics", s.kubeErr)
+}
+
 // Go registers long-lived work (informers, workers, leader election) to run
 // beside gRPC from the moment Serve starts. Its ctx is cancelled on shutdown,
 // after the drain, and the server waits for run to return before it stops
@@ -370,6 +389,14 @@ func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error 
 			metricsLis.Close()
 		}
 		return err
+	}
+	if metricsLis != nil {
+		if err := s.checkMetricsAuth(); err != nil {
+			s.log.Warn("metrics are served to no one", "err", err)
+		}
+		if s.metricsTLS != nil {
+			metricsLis = tls.NewListener(metricsLis, s.metricsTLS)
+		}
 	}
 	s.metrics.InitializeMetrics(s.grpc)
 	// Until the checks have run, every one of them counts as failing.
@@ -563,9 +590,19 @@ func checkNames(checks []readinessCheck) []string {
 	return names
 }
 
+// httpHandler serves the metrics port: /healthz and /readyz to anyone (a
+// kubelet's probe has no credentials), as kube-controller-manager does;
+// everything else (/metrics, and any path added later) only to callers
+// allowed get on its non-resource URL, unless metrics are open on loopback.
 func (s *Server) httpHandler() http.Handler {
+	guarded := http.NewServeMux()
+	guarded.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+	if s.cfg.Auth.AllowUnauthenticatedMetrics {
+		mux.Handle("/", guarded)
+	} else {
+		mux.Handle("/", auth.NonResourceHandler(s.authn, s.authz, s.log, guarded))
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if s.stopping.Load() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)

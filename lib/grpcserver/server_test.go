@@ -539,16 +539,8 @@ func (b *syncBuffer) String() string {
 
 func get(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
+	_, body := scrape(t, http.DefaultClient, url, "")
+	return body
 }
 
 func grep(text, substr string) string {

@@ -114,11 +114,14 @@ func equalStamps(a, b []fileStamp) bool {
 	return true
 }
 
-// tlsConfig is the server's TLS configuration from cfg: the key pair and,
-// for mutual TLS, the client CA, both re-read when their files change.
-// Client certificates are verified when given, not required: a client may
-// authenticate with a bearer token instead.
-func tlsConfig(cfg Config, log *slog.Logger) (*tls.Config, error) {
+// serverTLS is the server's key pair and, for mutual TLS, the client CA,
+// both re-read when their files change: one for every listener.
+type serverTLS struct {
+	pair *reloading[*tls.Certificate]
+	cas  *reloading[*x509.CertPool] // nil: no client certificates
+}
+
+func newServerTLS(cfg Config, log *slog.Logger) (*serverTLS, error) {
 	pair, err := newReloading(log, func(b [][]byte) (*tls.Certificate, error) {
 		c, err := tls.X509KeyPair(b[0], b[1])
 		return &c, err
@@ -126,17 +129,11 @@ func tlsConfig(cfg Config, log *slog.Logger) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls-cert-file and tls-key-file: %w", err)
 	}
-	base := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"h2"},
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			return pair.get(), nil
-		},
-	}
+	st := &serverTLS{pair: pair}
 	if cfg.ClientCAFile == "" {
-		return base, nil
+		return st, nil
 	}
-	cas, err := newReloading(log, func(b [][]byte) (*x509.CertPool, error) {
+	st.cas, err = newReloading(log, func(b [][]byte) (*x509.CertPool, error) {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(b[0]) {
 			return nil, errors.New("no PEM certificate in it")
@@ -146,12 +143,30 @@ func tlsConfig(cfg Config, log *slog.Logger) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client-ca-file: %w", err)
 	}
+	return st, nil
+}
+
+// config is the TLS configuration of a listener speaking protocol (ALPN:
+// "h2" for gRPC, "http/1.1" for the metrics port). Client certificates are
+// verified when given, not required: a client may authenticate with a
+// bearer token instead, and a kubelet probing /readyz presents none.
+func (st *serverTLS) config(protocol string) *tls.Config {
+	base := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{protocol},
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return st.pair.get(), nil
+		},
+	}
+	if st.cas == nil {
+		return base
+	}
 	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		c := base.Clone()
 		c.GetConfigForClient = nil
 		c.ClientAuth = tls.VerifyClientCertIfGiven
-		c.ClientCAs = cas.get()
+		c.ClientCAs = st.cas.get()
 		return c, nil
 	}
-	return base, nil
+	return base
 }

@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
@@ -69,7 +70,8 @@ type Process struct {
 const processReadyTimeout = time.Minute
 
 // StartProcess runs bin with args and -grpc-addr and -metrics-addr on free
-// loopback ports, and waits until its /readyz answers OK. The process is
+// loopback ports, and waits until its /readyz answers OK (over HTTPS when
+// args give -tls-cert-file: the metrics port serves TLS as gRPC does). The process is
 // stopped (SIGTERM, then SIGKILL) when tb ends, and its log shown if tb failed.
 func StartProcess(tb testing.TB, name, bin string, args ...string) *Process {
 	tb.Helper()
@@ -119,7 +121,13 @@ func (p *Process) Start(tb testing.TB) {
 	p.cmd, p.exited = cmd, exited
 
 	deadline := time.Now().Add(processReadyTimeout)
+	readyz := "http://" + p.MetricsAddr + "/readyz"
 	client := &http.Client{Timeout: time.Second}
+	if p.servesTLS() {
+		// As a kubelet probes: the certificate is not verified.
+		readyz = "https://" + p.MetricsAddr + "/readyz"
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	}
 	for {
 		select {
 		case <-exited:
@@ -127,7 +135,7 @@ func (p *Process) Start(tb testing.TB) {
 			tb.Fatalf("%s exited before it was ready (%s); its log:\n%s", p.Name, cmd.ProcessState, p.Tail(60, ""))
 		default:
 		}
-		if resp, err := client.Get("http://" + p.MetricsAddr + "/readyz"); err == nil {
+		if resp, err := client.Get(readyz); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return
@@ -138,6 +146,16 @@ func (p *Process) Start(tb testing.TB) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// servesTLS says whether the process's arguments give it a certificate.
+func (p *Process) servesTLS() bool {
+	for _, arg := range p.args {
+		if name := strings.TrimLeft(arg, "-"); name == "tls-cert-file" || strings.HasPrefix(name, "tls-cert-file=") {
+			return true
+		}
+	}
+	return false
 }
 
 // Binary is the executable the process runs.

@@ -22,7 +22,8 @@ type Server struct {
 	*grpcserver.Server
 	// Conn is a client connection to it.
 	Conn *grpc.ClientConn
-	// MetricsURL is the base URL of its /metrics and /healthz endpoints.
+	// MetricsURL is the base URL of its /metrics and /healthz endpoints:
+	// https:// when it serves TLS.
 	MetricsURL string
 	// Addr is the address to dial: "host:port" over TCP, a passthrough
 	// target over bufconn.
@@ -116,5 +117,9 @@ func start(t testing.TB, opts Options, register func(*grpcserver.Server), lis ne
 			t.Errorf("server stopped with: %v", err)
 		}
 	})
-	return &Server{Server: srv, Conn: conn, MetricsURL: "http://" + metricsLis.Addr().String(), Addr: target}
+	scheme := "http://"
+	if cfg.TLS() {
+		scheme = "https://"
+	}
+	return &Server{Server: srv, Conn: conn, MetricsURL: scheme + metricsLis.Addr().String(), Addr: target}
 }

@@ -134,14 +134,16 @@ func (e *Env) startExecutor(tb testing.TB, name, scope string, extra ...string) 
 }
 
 // startCron starts a cron service seeing the CronJobs and Jobs of the
-// namespaces scope selects, handing its runs to executor. Without extra
-// flags it runs without leader election.
+// namespaces scope selects, handing its runs to executor, with its /metrics
+// open on loopback for the tests to read. Without extra flags it runs
+// without leader election.
 func (e *Env) startCron(tb testing.TB, name, scope string, executor *kubetest.Process, extra ...string) *kubetest.Process {
 	tb.Helper()
 	args := []string{
 		"-kubeconfig", scopedKubeconfig(tb, e.Cluster, scope),
 		"-executor-addr", executor.GRPCAddr,
 		"-authn-anonymous",
+		"-allow-unauthenticated-metrics",
 	}
 	if len(extra) == 0 {
 		extra = []string{"-leader-elect=false"}
