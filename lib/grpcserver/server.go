@@ -214,10 +214,12 @@ type interceptor struct {
 
 // interceptors returns the chain, outermost first: metrics see every call
 // including recovered panics and refusals; logging skips health checks;
-// recovery turns a panic, in auth or in a handler, into an Internal status
-// the others observe; auth is innermost, next to the handler, and leaves
-// health checks and reflection to anyone (a kubelet probe has no token,
-// reflection shows only the contracts).
+// mask-internal answers any error that is not a status as INTERNAL with a
+// correlation id (the cause logged, never sent); recovery turns a panic, in
+// auth or in a handler, into an Internal status the others observe; auth is
+// innermost, next to the handler, and leaves health checks and reflection
+// to anyone (a kubelet probe has no token, reflection shows only the
+// contracts).
 func (s *Server) interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
 	logger := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
 		s.log.Log(ctx, slog.Level(lvl), msg, fields...)
@@ -234,11 +236,13 @@ func (s *Server) interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamSer
 	needsAuth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
 		return !openServices[c.Service]
 	})
+	mask := maskInternal{log: s.log}
 	chain := []interceptor{
 		{"metrics", s.metrics.UnaryServerInterceptor(), s.metrics.StreamServerInterceptor()},
 		{"logging",
 			selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(logger, logOpts...), notHealth),
 			selector.StreamServerInterceptor(logging.StreamServerInterceptor(logger, logOpts...), notHealth)},
+		{"mask-internal", mask.unary(), mask.stream()},
 		{"recovery", recovery.UnaryServerInterceptor(recoveryOpt), recovery.StreamServerInterceptor(recoveryOpt)},
 		{"auth",
 			selector.UnaryServerInterceptor(s.auth.Unary(), needsAuth),
