@@ -23,6 +23,7 @@ import (
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/controller"
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
+	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 	"github.com/jobplane/jobplane/services/executor/internal/plannerclient"
 	"github.com/jobplane/jobplane/services/executor/internal/svc"
 )
@@ -38,6 +39,7 @@ type config struct {
 	workers          int
 	qps              float64
 	burst            int
+	namespaceWeights fairqueue.Weights
 	lease            leader.Flags
 }
 
@@ -48,8 +50,9 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.managedBy, "managed-by", svc.DefaultManagedBy, "spec.managedBy of the Jobs to run")
 	fs.StringVar(&c.finalizer, "tracking-finalizer", plan.DefaultTrackingFinalizer, "pod tracking finalizer")
 	fs.IntVar(&c.workers, "workers", 5, "Jobs synced at once")
-	fs.Float64Var(&c.qps, "kube-api-qps", 20, "Kubernetes API requests per second, shared fairly between Jobs")
+	fs.Float64Var(&c.qps, "kube-api-qps", 20, "Kubernetes API requests per second, shared fairly between namespaces, then Jobs")
 	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
+	fs.Var(&c.namespaceWeights, "namespace-weights", "namespaces' shares of the workers' turns and of the Kubernetes API budget, as team-a=4,team-b=2 (weights 1 to 1000); a namespace not listed has weight 1")
 	c.lease.Register(fs, "jobplane-executor")
 }
 
@@ -118,6 +121,7 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	ctrl, err := controller.New(controller.Config{
 		Client: client, Informers: factory, Planner: planner,
 		ManagedBy: cfg.managedBy, Finalizer: cfg.finalizer, Log: log, Metrics: metrics,
+		NamespaceWeights: cfg.namespaceWeights,
 	})
 	if err != nil {
 		return err
@@ -189,7 +193,7 @@ func plannerConn(cfg config) (*grpc.ClientConn, error) {
 func configureClient(restCfg *rest.Config, cfg config) {
 	restCfg.UserAgent = "jobplane-executor"
 	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
-	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst, nil)
+	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst, cfg.namespaceWeights)
 }
 
 // runner is the controller with its leadership, as the gRPC service sees it.

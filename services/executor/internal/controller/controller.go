@@ -1,8 +1,9 @@
 // Package controller is the executor's control loop: the reference Job
 // controller's loop around the planner. Informers on jobplane's Jobs and on
-// pods feed a rate-limited workqueue; each sync claims the Job's pods, sends
-// a snapshot to the planner, and performs the plan it gets back, in order,
-// stopping at the first action that fails.
+// pods feed a rate-limited workqueue, fair between namespaces (fairqueue);
+// each sync claims the Job's pods, sends a snapshot to the planner, and
+// performs the plan it gets back, in order, stopping at the first action
+// that fails.
 package controller
 
 import (
@@ -38,6 +39,7 @@ import (
 	"github.com/jobplane/jobplane/lib/keyedmutex"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
+	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 	"github.com/jobplane/jobplane/services/executor/internal/jobstate"
 )
 
@@ -77,6 +79,8 @@ type Config struct {
 	Clock     clock.WithTicker
 	Log       *slog.Logger
 	Metrics   *Metrics
+	// NamespaceWeights are the namespaces' shares of the workers' turns.
+	NamespaceWeights fairqueue.Weights
 }
 
 // Controller runs jobplane's Jobs.
@@ -122,9 +126,9 @@ func New(cfg Config) (*Controller, error) {
 		jobs:     jobInformer.Lister(),
 		podStore: podInformer.Lister(),
 		state:    jobstate.New(cfg.Clock),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+		queue: fairqueue.New(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](defaultJobAPIBackoff, maxJobAPIBackoff),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "jobplane_job", Clock: cfg.Clock}),
+			fairqueue.Config{Name: "jobplane_job", Clock: cfg.Clock, Weights: cfg.NamespaceWeights}),
 		orphans: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[orphanKey](defaultJobAPIBackoff, maxJobAPIBackoff),
 			workqueue.TypedRateLimitingQueueConfig[orphanKey]{Name: "jobplane_orphan_pod", Clock: cfg.Clock}),

@@ -2,8 +2,11 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,11 +16,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 )
 
 // TestEnqueueRules pins the reference's event handlers: which events sync
@@ -394,4 +400,41 @@ func TestFinalizerRemovalsObservedThroughTheInformer(t *testing.T) {
 	eventually(t, "only c's removal still in flight", func() bool {
 		return slices.Equal(f.c.state.State(jobKey).FinalizerRemovalsInFlight, []types.UID{"c-uid"})
 	})
+}
+
+// TestWorkersTakeJobsByNamespaceInTurn: Jobs queued by a busy namespace do not
+// make a quieter one's wait behind them; turns follow the namespaces'
+// weights (busy 2, quiet 1).
+func TestWorkersTakeJobsByNamespaceInTurn(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	c, err := New(Config{
+		Client: client, Informers: informers.NewSharedInformerFactory(client, 0),
+		ManagedBy: testManagedBy, Finalizer: testFinalizer, Log: slog.New(slog.DiscardHandler),
+		NamespaceWeights: fairqueue.Weights{"busy": 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.queue.ShutDown()
+		c.orphans.ShutDown()
+		c.events.Shutdown()
+	})
+	in := func(ns string) jobOption { return func(j *batchv1.Job) { j.Namespace = ns } }
+	for i := range 20 {
+		c.addJob(newJob(fmt.Sprintf("job-%d", i), in("busy")))
+	}
+	for i := range 4 {
+		c.addJob(newJob(fmt.Sprintf("job-%d", i), in("quiet")))
+	}
+	eventually(t, "24 Jobs queued", func() bool { return c.queue.Len() == 24 })
+	var turns []string
+	for range 9 {
+		key, _ := c.queue.Get()
+		c.queue.Done(key)
+		turns = append(turns, fairqueue.NamespaceOf(key))
+	}
+	if got, want := strings.Join(turns, " "), "busy quiet busy quiet busy busy quiet busy busy"; got != want {
+		t.Errorf("turns by namespace:\n got %s\nwant %s", got, want)
+	}
 }
