@@ -85,8 +85,8 @@ func New(cfg Config, reg prometheus.Registerer) *Controller {
 		c.levels[name] = &level{
 			name:    name,
 			cfg:     lc,
-			seats:   newFairSemaphore(int64(lc.Seats), cfg.QueueLength, cfg.MaxQueueWait),
-			bytes:   newFairSemaphore(lc.Bytes, cfg.QueueLength, cfg.MaxQueueWait),
+			seats:   newFairSemaphore(int64(lc.Seats), cfg.QueueLength, cfg.MaxQueueWait, c.metrics.waiting.WithLabelValues(name, "seats")),
+			bytes:   newFairSemaphore(lc.Bytes, cfg.QueueLength, cfg.MaxQueueWait, c.metrics.waiting.WithLabelValues(name, "bytes")),
 			streams: map[string]int{},
 		}
 		c.metrics.capacity.WithLabelValues(name, "seats").Set(float64(lc.Seats))
@@ -233,6 +233,7 @@ type metrics struct {
 	rejected *prometheus.CounterVec
 	wait     *prometheus.HistogramVec
 	inUse    *prometheus.GaugeVec
+	waiting  *prometheus.GaugeVec
 	capacity *prometheus.GaugeVec
 }
 
@@ -247,11 +248,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}}, []string{"priority_level"}),
 		inUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jobplane_admission_in_use",
 			Help: "Seats, bytes and streams in use, by priority level."}, []string{"priority_level", "budget"}),
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jobplane_admission_waiting",
+			Help: "Calls waiting in their queue for seats or bytes, by priority level."}, []string{"priority_level", "budget"}),
 		capacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jobplane_admission_capacity",
 			Help: "Seats and bytes of each priority level."}, []string{"priority_level", "budget"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.admitted, m.rejected, m.wait, m.inUse, m.capacity)
+		reg.MustRegister(m.admitted, m.rejected, m.wait, m.inUse, m.waiting, m.capacity)
 	}
 	return m
 }

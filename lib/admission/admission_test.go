@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -236,7 +237,7 @@ func TestPropertyFlowsAreServedInTurn(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 1))
 			// One unit: the order of service is then the order of grants.
 			const capacity = 1
-			s := newFairSemaphore(capacity, 1000, time.Minute)
+			s := newFairSemaphore(capacity, 1000, time.Minute, prometheus.NewGauge(prometheus.GaugeOpts{Name: "waiting"}))
 			flows := 2 + r.IntN(5)
 			// Hold the capacity, queue random waiters, then release one
 			// grant at a time and record the order of service.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fairSemaphore is a counting semaphore whose waiters queue per flow and are
@@ -16,6 +18,8 @@ type fairSemaphore struct {
 	capacity    int64
 	queueLength int
 	maxWait     time.Duration
+	// waiting counts the waiters queued.
+	waiting prometheus.Gauge
 
 	mu    sync.Mutex
 	used  int64
@@ -41,8 +45,8 @@ var (
 	errTimedOut  = errors.New("waited in the queue for the longest allowed")
 )
 
-func newFairSemaphore(capacity int64, queueLength int, maxWait time.Duration) *fairSemaphore {
-	return &fairSemaphore{capacity: capacity, queueLength: queueLength, maxWait: maxWait, flows: map[string]*flowQueue{}}
+func newFairSemaphore(capacity int64, queueLength int, maxWait time.Duration, waiting prometheus.Gauge) *fairSemaphore {
+	return &fairSemaphore{capacity: capacity, queueLength: queueLength, maxWait: maxWait, waiting: waiting, flows: map[string]*flowQueue{}}
 }
 
 // acquire takes n units for flow, waiting in flow's queue at most maxWait.
@@ -68,6 +72,7 @@ func (s *fairSemaphore) acquire(ctx context.Context, flow string, n int64) (time
 	}
 	w := &waiter{n: n, granted: make(chan struct{})}
 	f.waiters = append(f.waiters, w)
+	s.waiting.Inc()
 	if len(f.waiters) == 1 {
 		s.ring = append(s.ring, f)
 	}
@@ -102,6 +107,7 @@ func (s *fairSemaphore) withdraw(f *flowQueue, w *waiter) bool {
 			continue
 		}
 		f.waiters = append(f.waiters[:i], f.waiters[i+1:]...)
+		s.waiting.Dec()
 		if len(f.waiters) == 0 {
 			s.dropFromRing(f)
 		}
@@ -129,6 +135,7 @@ func (s *fairSemaphore) dispatch() {
 		}
 		s.used += w.n
 		close(w.granted)
+		s.waiting.Dec()
 		f.waiters = f.waiters[1:]
 		s.ring = s.ring[1:]
 		if len(f.waiters) > 0 {

@@ -112,17 +112,30 @@ func (i *Interceptor) authenticate(ctx context.Context, method string) (Rule, co
 		return Rule{}, ctx, apierr.New(codes.PermissionDenied, "NO_RULE", map[string]string{"method": method},
 			"no authorization rule for %s", method)
 	}
-	var id *Identity
-	if i.openPure && rule.AuthenticationOnly() && !HasCredentials(ctx) {
-		id = Anonymous()
-	} else {
-		var err error
-		if id, err = i.authn.Authenticate(ctx); err != nil {
-			return rule, ctx, err
-		}
+	id, err := i.identify(ctx, rule)
+	if err != nil {
+		return rule, ctx, err
 	}
 	logging.AddFields(ctx, logging.Fields{"grpc.user", id.User})
 	return rule, NewContext(ctx, id), nil
+}
+
+// Identify is who calls method, as the interceptor will establish it, for
+// what must know the caller before the request is read (admission);
+// TokenReviews are cached, so the interceptor's own is no second review.
+func (i *Interceptor) Identify(ctx context.Context, method string) (*Identity, error) {
+	rule, ok := i.rules[method]
+	if !ok {
+		return nil, apierr.New(codes.PermissionDenied, "NO_RULE", map[string]string{"method": method}, "no authorization rule for %s", method)
+	}
+	return i.identify(ctx, rule)
+}
+
+func (i *Interceptor) identify(ctx context.Context, rule Rule) (*Identity, error) {
+	if i.openPure && rule.AuthenticationOnly() && !HasCredentials(ctx) {
+		return Anonymous(), nil
+	}
+	return i.authn.Authenticate(ctx)
 }
 
 // authorize asks the authorizer for every permission req needs.

@@ -311,6 +311,12 @@ type vtUnmarshaler interface {
 }
 
 func (deterministicCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if !chargeFor(v, data.Len()) {
+		// Not decoded: the call answers the admission's refusal instead
+		// (chargingDecoder). An error here would be answered as grpc's
+		// INTERNAL "failed to unmarshal".
+		return nil
+	}
 	if w, ok := v.(WireUnmarshaler); ok {
 		return w.UnmarshalWire(data.Materialize())
 	}

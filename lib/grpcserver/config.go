@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/jobplane/jobplane/lib/admission"
 	"github.com/jobplane/jobplane/lib/auth"
 )
 
@@ -75,6 +76,9 @@ type Config struct {
 	Kubeconfig string
 	// Auth says how callers are authenticated and authorized.
 	Auth auth.Config
+	// Admission bounds the calls in flight and shares them fairly between
+	// callers (lib/admission).
+	Admission admission.Settings
 }
 
 // Defaults returns the configuration of a server listening on addr with its
@@ -93,6 +97,7 @@ func Defaults(addr, metricsAddr string) Config {
 		ReadinessInterval: time.Second,
 		LogLevel:          "info",
 		Auth:              auth.Defaults(),
+		Admission:         admission.DefaultSettings(),
 	}
 }
 
@@ -120,6 +125,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	}
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", kubeconfig, "kubeconfig of the cluster, whose API authenticates and authorizes callers (default $KUBECONFIG); empty uses the in-cluster configuration")
 	c.Auth.RegisterFlags(fs)
+	c.Admission.RegisterFlags(fs)
 }
 
 // Validate reports every invalid field at once.
@@ -149,6 +155,9 @@ func (c Config) Validate() error {
 				errs = append(errs, fmt.Errorf("allow-unauthenticated-metrics is for development on loopback only: metrics-addr %q is not a loopback address", c.MetricsAddr))
 			}
 		}
+	}
+	if err := c.Admission.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxRecvMsgBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max-recv-msg-bytes must be positive, got %d", c.MaxRecvMsgBytes))

@@ -49,6 +49,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/jobplane/jobplane/lib/admission"
 	"github.com/jobplane/jobplane/lib/auth"
 
 	// Registers google.rpc error details (BadRequest, ErrorInfo, ...) so that
@@ -58,23 +59,26 @@ import (
 
 // Server is a gRPC server with jobplane's chassis around it.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	kube     kubernetes.Interface // reviews tokens and authorizes; nil when none is configured
-	kubeErr  error                // why kube is nil
-	authn    *auth.Authenticator
-	authz    auth.Authorizer
-	auth     *auth.Interceptor
-	grpc     *grpc.Server
-	health   *health.Server
-	metrics  *grpcprom.ServerMetrics
-	registry *prometheus.Registry
-	panics   prometheus.Counter
-	services []string
-	work     []work
-	checks   []readinessCheck
-	served   atomic.Bool
-	stopping atomic.Bool
+	cfg     Config
+	log     *slog.Logger
+	kube    kubernetes.Interface // reviews tokens and authorizes; nil when none is configured
+	kubeErr error                // why kube is nil
+	authn   *auth.Authenticator
+	// admission admits the calls of registered services (not health
+	// checks or reflection).
+	admission *admission.Controller
+	authz     auth.Authorizer
+	auth      *auth.Interceptor
+	grpc      *grpc.Server
+	health    *health.Server
+	metrics   *grpcprom.ServerMetrics
+	registry  *prometheus.Registry
+	panics    prometheus.Counter
+	services  []string
+	work      []work
+	checks    []readinessCheck
+	served    atomic.Bool
+	stopping  atomic.Bool
 
 	// metricsTLS serves the metrics port over TLS when gRPC is, with the
 	// same certificate and client CA: bearer tokens travel to it too.
@@ -154,6 +158,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		s.authz = auth.NewSubjectAccessReviewer(cfg.Auth, s.kube, logger)
 	}
 	s.authn = auth.NewAuthenticator(cfg.Auth, s.kube, logger)
+	s.admission = admission.New(cfg.Admission.Config(), s.registry)
 	s.auth = auth.NewInterceptor(cfg.Auth, s.authn, s.authz, auth.Rules, logger)
 
 	unary, stream := s.interceptors()
@@ -273,7 +278,7 @@ func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	if missing := MissingRules(desc); len(missing) > 0 {
 		panic(fmt.Sprintf("grpcserver: no authorization rule (lib/auth.Rules) for %s", strings.Join(missing, ", ")))
 	}
-	s.grpc.RegisterService(desc, impl)
+	s.grpc.RegisterService(s.admitted(desc), impl)
 	s.services = append(s.services, desc.ServiceName)
 }
 

@@ -70,4 +70,6 @@ func TestTheWaitGrowsAndIsBounded(t *testing.T) {
 	}
 }
 
-func background() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
+func background() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}

@@ -1,0 +1,123 @@
+package grpcserver
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"google.golang.org/grpc"
+
+	"github.com/jobplane/jobplane/lib/admission"
+	"github.com/jobplane/jobplane/lib/auth"
+)
+
+// admitted returns desc with each handler wrapped so that a call is admitted
+// before its request is read: grpc-go reads a unary request, and a stream's
+// messages, inside the handler (its dec and RecvMsg), so a call waiting for
+// its seat holds no more than the transport's flow-control window. Its bytes
+// are charged as the codec decodes them (chargeFor).
+func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
+	out := *desc
+	out.Methods = slices.Clone(desc.Methods)
+	for i, m := range out.Methods {
+		handler, method := m.Handler, "/"+desc.ServiceName+"/"+m.MethodName
+		out.Methods[i].Handler = func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+			level, flow, err := s.flowOf(ctx, method)
+			if err != nil {
+				return nil, err
+			}
+			ticket, err := s.admission.Admit(ctx, level, flow)
+			if err != nil {
+				return nil, err
+			}
+			defer ticket.Release()
+			return handler(srv, ctx, chargingDecoder(ctx, ticket, dec), interceptor)
+		}
+	}
+	out.Streams = slices.Clone(desc.Streams)
+	for i, sd := range out.Streams {
+		handler, method := sd.Handler, "/"+desc.ServiceName+"/"+sd.StreamName
+		out.Streams[i].Handler = func(srv any, stream grpc.ServerStream) error {
+			level, flow, err := s.flowOf(stream.Context(), method)
+			if err != nil {
+				return err
+			}
+			ticket, err := s.admission.OpenStream(level, flow)
+			if err != nil {
+				return err
+			}
+			defer ticket.Release()
+			return handler(srv, &chargingStream{ServerStream: stream, ticket: ticket})
+		}
+	}
+	return &out
+}
+
+// flowOf is the caller's priority level and flow: its identity, as the auth
+// interceptor will establish it.
+func (s *Server) flowOf(ctx context.Context, method string) (level, flow string, err error) {
+	id, err := s.auth.Identify(ctx, method)
+	if err != nil {
+		return "", "", err
+	}
+	return s.priorityLevel(id), id.User, nil
+}
+
+// priorityLevel is System for the identities configured as the services'
+// own, Workload for everyone else.
+func (s *Server) priorityLevel(id *auth.Identity) string {
+	if slices.Contains(s.cfg.Admission.SystemUsers, id.User) {
+		return admission.System
+	}
+	return admission.Workload
+}
+
+// charges maps a message being decoded to its call's ticket: the codec's
+// Unmarshal is given only the message.
+var charges sync.Map // any (a message pointer) -> *charge
+
+type charge struct {
+	ctx    context.Context
+	ticket *admission.Ticket
+	err    error
+}
+
+// chargeFor charges n received bytes to the call decoding v, if any; false
+// when the call may not have them: v is then left undecoded and the refusal
+// is the call's answer.
+func chargeFor(v any, n int) bool {
+	c, ok := charges.Load(v)
+	if !ok {
+		return true
+	}
+	ch := c.(*charge)
+	ch.err = ch.ticket.Charge(ch.ctx, int64(n))
+	return ch.err == nil
+}
+
+// chargingDecoder decodes a unary request with its bytes charged to ticket.
+func chargingDecoder(ctx context.Context, ticket *admission.Ticket, dec func(any) error) func(any) error {
+	return func(v any) error {
+		ch := &charge{ctx: ctx, ticket: ticket}
+		charges.Store(v, ch)
+		err := dec(v)
+		charges.Delete(v)
+		if ch.err != nil {
+			return ch.err
+		}
+		return err
+	}
+}
+
+// chargingStream charges each message received to the stream's ticket, and
+// gives back the previous message's bytes when the handler asks for the
+// next: it is done with it by then (what it keeps is bounded on its own).
+type chargingStream struct {
+	grpc.ServerStream
+	ticket *admission.Ticket
+}
+
+func (s *chargingStream) RecvMsg(m any) error {
+	s.ticket.Uncharge()
+	return chargingDecoder(s.Context(), s.ticket, s.ServerStream.RecvMsg)(m)
+}

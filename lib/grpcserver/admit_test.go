@@ -1,0 +1,217 @@
+package grpcserver_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	authenticationv1 "k8s.io/api/authentication/v1"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/auth"
+	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
+)
+
+// gatedPlanner's ValidateJob reports who entered it and waits until let
+// go, so a test holds the seats and sees the order calls are served in.
+type gatedPlanner struct {
+	jobplanev1.UnimplementedPlannerServiceServer
+	entered chan string
+	release chan struct{}
+}
+
+func (g gatedPlanner) ValidateJob(ctx context.Context, _ *jobplanev1.ValidateJobRequest) (*jobplanev1.ValidateJobResponse, error) {
+	id, _ := auth.FromContext(ctx)
+	g.entered <- id.User
+	<-g.release
+	return &jobplanev1.ValidateJobResponse{}, nil
+}
+
+// admissionServer serves gatedPlanner with one seat a priority level, the
+// users' tokens known by name ("<user>-token"), and "executor" at the
+// system level.
+func admissionServer(t *testing.T, edit func(*grpcserver.Config), users ...string) (*grpctest.Server, gatedPlanner) {
+	t.Helper()
+	cluster := newFakeCluster()
+	for _, u := range users {
+		cluster.tokens[u+"-token"] = authenticationv1.UserInfo{Username: u}
+	}
+	cfg := grpcserver.Defaults("127.0.0.1:0", "")
+	cfg.ShutdownDrain = 0
+	cfg.Admission.Seats = 1
+	cfg.Admission.SystemUsers = []string{"executor"}
+	if edit != nil {
+		edit(&cfg)
+	}
+	g := gatedPlanner{entered: make(chan string, 100), release: make(chan struct{})}
+	srv := grpctest.StartWith(t, grpctest.Options{Config: &cfg, Server: []grpcserver.Option{grpcserver.WithKubeClient(cluster)}},
+		func(s *grpcserver.Server) { s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, g) })
+	t.Cleanup(func() {
+		for {
+			select {
+			case g.release <- struct{}{}:
+			case <-time.After(100 * time.Millisecond):
+				return
+			}
+		}
+	})
+	return srv, g
+}
+
+func validate(srv *grpctest.Server, user string, req *jobplanev1.ValidateJobRequest) error {
+	if req == nil {
+		req = &jobplanev1.ValidateJobRequest{}
+	}
+	_, err := jobplanev1.NewPlannerServiceClient(srv.Conn).ValidateJob(bearer(user+"-token"), req)
+	return err
+}
+
+// waiting is the admission's count of calls waiting in level.
+func waiting(t *testing.T, srv *grpctest.Server, level string) float64 {
+	t.Helper()
+	families, err := srv.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "jobplane_admission_waiting" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "priority_level") == level && label(m, "budget") == "seats" {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	eventually(t, 10*time.Second, what, cond)
+}
+
+// A caller flooding the server delays only itself: another caller's call
+// waits for one turn of the flood's at most, not for the flood.
+func TestAFloodFromOneCallerLeavesAnotherItsTurn(t *testing.T) {
+	srv, g := admissionServer(t, nil, "flooder", "quiet")
+	const flood = 20
+	for range flood {
+		go func() { _ = validate(srv, "flooder", nil) }()
+	}
+	if got := <-g.entered; got != "flooder" {
+		t.Fatalf("%s entered first", got)
+	}
+	waitFor(t, "the flood queued", func() bool { return waiting(t, srv, "workload") == flood-1 })
+	go func() { _ = validate(srv, "quiet", nil) }()
+	waitFor(t, "the quiet call queued", func() bool { return waiting(t, srv, "workload") == flood })
+	for served := 1; ; served++ {
+		g.release <- struct{}{}
+		if <-g.entered == "quiet" {
+			// The call in flight ends, the flood's next call has its turn,
+			// then the quiet caller's.
+			if served > 2 {
+				t.Errorf("the quiet caller was served after %d of the flood's calls, want at most 2", served)
+			}
+			return // the rest is let go when the test ends
+		}
+	}
+}
+
+// The services' own identities have a priority level of their own: the
+// executor is served while outside callers hold every workload seat.
+func TestTheSystemLevelIsServedWhileTheWorkloadLevelIsFull(t *testing.T) {
+	srv, g := admissionServer(t, nil, "outsider", "executor")
+	for range 5 {
+		go func() { _ = validate(srv, "outsider", nil) }()
+	}
+	<-g.entered
+	waitFor(t, "the outsiders queued", func() bool { return waiting(t, srv, "workload") == 4 })
+	go func() { _ = validate(srv, "executor", nil) }()
+	if got := <-g.entered; got != "executor" {
+		t.Fatalf("%s entered while the executor waited", got)
+	}
+}
+
+func retryDelay(err error) (time.Duration, bool) {
+	for _, d := range status.Convert(err).Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return ri.GetRetryDelay().AsDuration(), true
+		}
+	}
+	return 0, false
+}
+
+// Beyond its queue, a caller is shed at once with RESOURCE_EXHAUSTED and
+// RetryInfo; a request larger than the whole memory budget is shed at once,
+// naming the limit; a caller keeps at most so many streams open.
+func TestShedCallsAreResourceExhausted(t *testing.T) {
+	t.Run("queue full", func(t *testing.T) {
+		srv, g := admissionServer(t, func(c *grpcserver.Config) { c.Admission.QueueLength = 2 }, "flooder")
+		for range 3 {
+			go func() { _ = validate(srv, "flooder", nil) }()
+		}
+		<-g.entered
+		waitFor(t, "two queued", func() bool { return waiting(t, srv, "workload") == 2 })
+		err := validate(srv, "flooder", nil)
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("got %v, want ResourceExhausted", err)
+		}
+		if d, ok := retryDelay(err); !ok || d <= 0 {
+			t.Errorf("RetryInfo %v, %v", d, ok)
+		}
+	})
+	t.Run("a request that can never fit", func(t *testing.T) {
+		srv, _ := admissionServer(t, func(c *grpcserver.Config) {
+			c.Admission.Bytes = 2 << 10 // 1 KiB a level
+			c.Admission.Expansion = 16
+		}, "big")
+		req := &jobplanev1.ValidateJobRequest{Job: &jobplanev1.Job{Metadata: &jobplanev1.ObjectMeta{Name: strings.Repeat("x", 200)}}}
+		err := validate(srv, "big", req)
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "1024") {
+			t.Fatalf("got %v, want ResourceExhausted naming the limit", err)
+		}
+		if _, ok := retryDelay(err); ok {
+			t.Error("RetryInfo on a request that can never fit")
+		}
+	})
+	t.Run("streams per caller", func(t *testing.T) {
+		cluster := newFakeCluster()
+		cluster.tokens["watcher-token"] = authenticationv1.UserInfo{Username: "watcher"}
+		cluster.grant("watcher", "list", "batch/jobs", "")
+		cluster.grant("watcher", "watch", "batch/jobs", "")
+		srv := authServer(t, cluster, func(c *grpcserver.Config) { c.Admission.StreamsPerCaller = 1 })
+		ctx, cancel := context.WithCancel(bearer("watcher-token"))
+		defer cancel()
+		api := jobplanev1.NewExecutorServiceClient(srv.Conn)
+		first, err := api.WatchJobs(ctx, &jobplanev1.WatchJobsRequest{LabelSelector: "forever"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := first.Recv(); err != nil {
+			t.Fatalf("first stream: %v", err)
+		}
+		second, err := api.WatchJobs(ctx, &jobplanev1.WatchJobsRequest{LabelSelector: "forever"})
+		if err == nil {
+			_, err = second.Recv()
+		}
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("second stream: %v, want ResourceExhausted", err)
+		}
+	})
+}
