@@ -21,6 +21,7 @@ import (
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/leader"
 	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/lib/retryinfo"
 	"github.com/jobplane/jobplane/services/executor/internal/controller"
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
@@ -182,6 +183,9 @@ func plannerConn(cfg config) (*grpc.ClientConn, error) {
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20),
 			grpcserver.CallCodec()),
 	}
+	// A call the planner sheds is made again after the delay it asks; a
+	// shed stream is reopened with backoff and its syncs retried.
+	opts = append(opts, retryinfo.DialOptions(retryinfo.DefaultPolicy)...)
 	if cfg.plannerTokenFile != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(auth.TokenFile(cfg.plannerTokenFile)))
 	}
