@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -160,6 +161,33 @@ func (p *Process) servesTLS() bool {
 
 // Binary is the executable the process runs.
 func (p *Process) Binary() string { return p.bin }
+
+// PeakRSS is the most resident memory the running process has had
+// (VmHWM of /proc/PID/status, Linux), in bytes.
+func (p *Process) PeakRSS(tb testing.TB) int64 {
+	tb.Helper()
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		tb.Fatalf("%s is not running", p.Name)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		tb.Fatalf("reading %s's status: %v", p.Name, err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				tb.Fatalf("%s's VmHWM %q: %v", p.Name, rest, err)
+			}
+			return kib << 10
+		}
+	}
+	tb.Fatalf("no VmHWM in %s's status", p.Name)
+	return 0
+}
 
 // Kill kills the process with SIGKILL, as a crash would, and waits for it to
 // be gone.
