@@ -5,17 +5,21 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/lib/kubetest"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/planner/scalestate"
@@ -71,5 +75,59 @@ func TestPlannerMemoryStaysWithinItsLimitUnderAFlood(t *testing.T) {
 	}
 	if peak > memoryLimit {
 		t.Errorf("peak RSS %d MiB over the memory limit of %d MiB", peak>>20, memoryLimit>>20)
+	}
+}
+
+// The executor's identity has the planner's system priority level: its
+// plans are served while an outside caller floods the planner, never shed,
+// each before the flood is through. Identities are client certificates (CN
+// the user), so no API server is needed.
+func TestTheExecutorsPlansAreServedThroughAFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and floods the planner binary")
+	}
+	t.Setenv("GOMEMLIMIT", fmt.Sprint(memoryLimit))
+	ca := grpctest.NewCA(t, "clients")
+	server := ca.ServerCert(t, "planner")
+	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"),
+		"-shutdown-drain", "0s", "-tls-cert-file", server.CertFile, "-tls-key-file", server.KeyFile, "-client-ca-file", ca.CertFile,
+		"-system-users", "executor")
+	client := func(user string) jobplanev1.PlannerServiceClient {
+		cert := ca.ClientCert(t, user)
+		conn, err := grpc.NewClient(planner.GRPCAddr,
+			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{cert.Certificate}})),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20), grpcserver.CallCodec()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return jobplanev1.NewPlannerServiceClient(conn)
+	}
+	flooder, executor := client("flooder"), client("executor")
+	state := scalestate.New(jobPods)
+	big := (&plan.Snapshot{Job: state.Job, Pods: state.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request()
+	small := scalestate.New(100)
+	smallReq := (&plan.Snapshot{Job: small.Job, Pods: small.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request()
+
+	var flooded atomic.Int32
+	var wg sync.WaitGroup
+	for range floodCalls {
+		wg.Go(func() {
+			_, _ = flooder.PlanSync(context.Background(), big)
+			flooded.Add(1)
+		})
+	}
+	// The executor's syncs, one after another, while the flood lasts.
+	const syncs = 10
+	for i := range syncs {
+		if _, err := executor.PlanSync(context.Background(), smallReq); err != nil {
+			t.Fatalf("the executor's plan %d during the flood: %v", i, err)
+		}
+	}
+	done := flooded.Load()
+	wg.Wait()
+	t.Logf("the executor's %d plans were served while %d of the flood's %d calls were answered", syncs, done, floodCalls)
+	if done >= floodCalls {
+		t.Errorf("the executor's plans were served only after the whole flood")
 	}
 }
