@@ -1,0 +1,104 @@
+package load
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
+	"github.com/jobplane/jobplane/lib/kubetest"
+	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/planner/scalestate"
+)
+
+// BenchmarkFlood is issue 19's first table: a caller sends the same
+// 10,000-pod PlanSync from `concurrency` goroutines for floodFor at a fresh
+// planner (GOMEMLIMIT=memoryLimit, default flags), while the executor's
+// identity (system level) plans a 100-pod Job every 100 ms. It reports
+// calls/s served, the share shed, the planner's peak RSS, and the executor's
+// p99 (and its p99 with no flood, the baseline). Run with:
+//
+//	go test -run '^$' -bench Flood -benchtime 1x ./services/planner/test/load/
+func BenchmarkFlood(b *testing.B) {
+	bin := kubetest.BuildBinary(b, "./services/planner/cmd/planner")
+	state := scalestate.New(jobPods)
+	big := (&plan.Snapshot{Job: state.Job, Pods: state.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request()
+	small := scalestate.New(100)
+	smallReq := (&plan.Snapshot{Job: small.Job, Pods: small.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request()
+	const floodFor = 20 * time.Second
+	for _, concurrency := range []int{0, 1, 16, 128, 512} {
+		b.Run(fmt.Sprintf("concurrency=%d", concurrency), func(b *testing.B) {
+			for range b.N {
+				b.Setenv("GOMEMLIMIT", fmt.Sprint(memoryLimit))
+				ca := grpctest.NewCA(b, "clients")
+				server := ca.ServerCert(b, "planner")
+				planner := kubetest.StartProcess(b, "planner", bin, "-shutdown-drain", "0s",
+					"-tls-cert-file", server.CertFile, "-tls-key-file", server.KeyFile, "-client-ca-file", ca.CertFile, "-system-users", "executor")
+				flooder, executor := certClient(b, ca, planner, "flooder"), certClient(b, ca, planner, "executor")
+
+				ctx, cancel := context.WithTimeout(context.Background(), floodFor)
+				var served, shed, other atomic.Int64
+				var wg sync.WaitGroup
+				for range concurrency {
+					wg.Go(func() {
+						for ctx.Err() == nil {
+							_, err := flooder.PlanSync(ctx, big)
+							switch {
+							case err == nil:
+								served.Add(1)
+							case status.Code(err) == codes.ResourceExhausted:
+								shed.Add(1)
+								time.Sleep(100 * time.Millisecond)
+							case ctx.Err() == nil:
+								other.Add(1)
+								b.Logf("flood call: %v", err)
+							}
+						}
+					})
+				}
+				var latencies []time.Duration
+				for ctx.Err() == nil {
+					start := time.Now()
+					if _, err := executor.PlanSync(context.Background(), smallReq); err != nil {
+						b.Errorf("the executor's plan: %v", err)
+					}
+					latencies = append(latencies, time.Since(start))
+					time.Sleep(100 * time.Millisecond)
+				}
+				wg.Wait()
+				cancel()
+				slices.Sort(latencies)
+				p99 := latencies[len(latencies)*99/100]
+				b.ReportMetric(float64(served.Load())/floodFor.Seconds(), "served/s")
+				b.ReportMetric(float64(shed.Load())/floodFor.Seconds(), "shed/s")
+				b.ReportMetric(float64(other.Load()), "other-errors")
+				b.ReportMetric(float64(planner.PeakRSS(b)>>20), "peak-RSS-MiB")
+				b.ReportMetric(float64(p99.Microseconds())/1000, "executor-p99-ms")
+			}
+		})
+	}
+}
+
+func certClient(b *testing.B, ca *grpctest.CA, planner *kubetest.Process, user string) jobplanev1.PlannerServiceClient {
+	cert := ca.ClientCert(b, user)
+	conn, err := grpc.NewClient(planner.GRPCAddr,
+		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{cert.Certificate}})),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20), grpcserver.CallCodec()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return jobplanev1.NewPlannerServiceClient(conn)
+}
