@@ -2,7 +2,6 @@ package svc
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -111,8 +110,4 @@ func planToProto(p *decide.Plan) (*jobplanev1.CronJobPlan, error) {
 		out.Actions = append(out.Actions, action)
 	}
 	return out, nil
-}
-
-func fieldIndex(list string, i int, rest string) string {
-	return list + "[" + strconv.Itoa(i) + "]." + rest
 }
