@@ -1,0 +1,112 @@
+package admission
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// Settings are a server's admission flags.
+type Settings struct {
+	// Seats bounds the calls in flight of each priority level (flag
+	// -max-inflight-calls).
+	Seats int
+	// Bytes is the memory the requests in flight may take, split evenly
+	// between the two levels (flag -max-inflight-bytes; 0 derives it from
+	// the process's memory limit, GOMEMLIMIT).
+	Bytes int64
+	// Expansion is the memory a received byte costs once decoded and worked
+	// on (flag -request-memory-per-byte).
+	Expansion int64
+	// QueueLength bounds the calls one caller has waiting in a level (flag
+	// -max-queued-calls-per-caller).
+	QueueLength int
+	// MaxQueueWait bounds a call's wait (flag -max-queue-wait).
+	MaxQueueWait time.Duration
+	// StreamsPerCaller bounds the long-lived streams a caller keeps open in
+	// a level (flag -max-streams-per-caller).
+	StreamsPerCaller int
+	// SystemUsers are the identities of the services' own calls, served at
+	// the system level (flag -system-users, comma-separated user names such
+	// as system:serviceaccount:jobplane:executor).
+	SystemUsers []string
+}
+
+// DefaultSettings: 32 calls in flight a level, memory from GOMEMLIMIT, 16
+// bytes of memory a byte received (a 10,000-pod PlanSync of 3.3 MB took
+// about 50 MB while planned), 5 s of queue, 64 queued calls and 16 streams
+// a caller.
+func DefaultSettings() Settings {
+	return Settings{Seats: 32, Expansion: 16, QueueLength: 64, MaxQueueWait: 5 * time.Second, StreamsPerCaller: 16}
+}
+
+// RegisterFlags binds the settings to fs.
+func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
+	fs.IntVar(&s.Seats, "max-inflight-calls", s.Seats, "calls served at once in each priority level (system, workload); more wait in a fair queue per caller")
+	fs.Int64Var(&s.Bytes, "max-inflight-bytes", s.Bytes, "memory the requests in flight may take, half for each priority level; 0: half of the memory limit (GOMEMLIMIT), or 1 GiB without one")
+	fs.Int64Var(&s.Expansion, "request-memory-per-byte", s.Expansion, "memory one byte of a request costs once decoded, charged against max-inflight-bytes")
+	fs.IntVar(&s.QueueLength, "max-queued-calls-per-caller", s.QueueLength, "calls one caller may have waiting in a priority level; more are refused with RESOURCE_EXHAUSTED")
+	fs.DurationVar(&s.MaxQueueWait, "max-queue-wait", s.MaxQueueWait, "longest a call waits for its turn before RESOURCE_EXHAUSTED with RetryInfo")
+	fs.IntVar(&s.StreamsPerCaller, "max-streams-per-caller", s.StreamsPerCaller, "long-lived streams one caller may keep open in a priority level")
+	fs.Func("system-users", "comma-separated identities served at the system priority level, apart from every other caller (the executor's for the planner, cron's for the executor)", func(v string) error {
+		s.SystemUsers = nil
+		for _, u := range strings.Split(v, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				s.SystemUsers = append(s.SystemUsers, u)
+			}
+		}
+		return nil
+	})
+}
+
+// Validate reports every setting out of range.
+func (s Settings) Validate() error {
+	var errs []error
+	for _, v := range []struct {
+		name  string
+		value int64
+	}{
+		{"max-inflight-calls", int64(s.Seats)}, {"request-memory-per-byte", s.Expansion},
+		{"max-queued-calls-per-caller", int64(s.QueueLength)}, {"max-streams-per-caller", int64(s.StreamsPerCaller)},
+	} {
+		if v.value <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %d", v.name, v.value))
+		}
+	}
+	if s.Bytes < 0 {
+		errs = append(errs, fmt.Errorf("max-inflight-bytes must not be negative, got %d", s.Bytes))
+	}
+	if s.MaxQueueWait <= 0 {
+		errs = append(errs, fmt.Errorf("max-queue-wait must be positive, got %s", s.MaxQueueWait))
+	}
+	return errors.Join(errs...)
+}
+
+// Config is the controller's configuration from the settings.
+func (s Settings) Config() Config {
+	perLevel := s.TotalBytes() / 2
+	level := LevelConfig{Seats: s.Seats, Bytes: perLevel, StreamsPerFlow: s.StreamsPerCaller}
+	return Config{
+		Levels:       map[string]LevelConfig{System: level, Workload: level},
+		QueueLength:  s.QueueLength,
+		MaxQueueWait: s.MaxQueueWait,
+		Expansion:    s.Expansion,
+	}
+}
+
+// TotalBytes is the memory budget of the requests in flight: Bytes, or half
+// of GOMEMLIMIT (the rest is the process's own: caches, held snapshots,
+// garbage not yet collected), or 1 GiB without a limit.
+func (s Settings) TotalBytes() int64 {
+	if s.Bytes > 0 {
+		return s.Bytes
+	}
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+		return limit / 2
+	}
+	return 1 << 30
+}
