@@ -1,0 +1,40 @@
+package admission
+
+import (
+	"flag"
+	"runtime/debug"
+	"slices"
+	"testing"
+)
+
+func TestSettingsFromFlags(t *testing.T) {
+	s := DefaultSettings()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	s.RegisterFlags(fs)
+	if err := fs.Parse([]string{"-system-users", "system:serviceaccount:jobplane-system:jobplane-executor, alice", "-max-inflight-bytes", "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.SystemUsers, []string{"system:serviceaccount:jobplane-system:jobplane-executor", "alice"}) {
+		t.Errorf("system users %q", s.SystemUsers)
+	}
+	cfg := s.Config()
+	if cfg.Levels[System].Bytes != 500 || cfg.Levels[Workload].Bytes != 500 || cfg.Levels[Workload].Seats != 32 {
+		t.Errorf("levels %+v", cfg.Levels)
+	}
+	if err := s.Validate(); err != nil {
+		t.Error(err)
+	}
+	s.Seats, s.MaxQueueWait, s.Bytes = 0, 0, -1
+	if err := s.Validate(); err == nil {
+		t.Error("zero seats, zero queue wait and negative bytes accepted")
+	}
+}
+
+// Without -max-inflight-bytes the budget is half of the memory limit.
+func TestTheBytesBudgetFollowsGOMEMLIMIT(t *testing.T) {
+	previous := debug.SetMemoryLimit(1 << 30)
+	defer debug.SetMemoryLimit(previous)
+	if got := DefaultSettings().TotalBytes(); got != 1<<29 {
+		t.Errorf("budget %d, want half of 1 GiB", got)
+	}
+}
