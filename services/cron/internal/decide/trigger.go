@@ -39,7 +39,10 @@ func Trigger(in Input, ignoreConcurrencyPolicy bool) (Plan, error) {
 		return Plan{}, fmt.Errorf("%w: concurrencyPolicy is Forbid and Job %s is active", ErrConcurrencyPolicy, active[0].Name)
 	case policy == batchv1.ReplaceConcurrent:
 		for _, ref := range active {
-			d.deleteJob(ref, "Replace", fmt.Sprintf("Job %s is still running when a run is triggered and the concurrency policy is Replace.", ref.Name))
+			// As a scheduled run's Replace: the Job of the reference's name
+			// as it is now, and a stale reference goes with it.
+			d.deleteJob(d.replaced(ref), "Replace", fmt.Sprintf("Job %s is still running when a run is triggered and the concurrency policy is Replace.", ref.Name))
+			deleteFromActiveList(d.status(), ref.UID)
 		}
 	case cronapi.IsBuffered(policy):
 		d.enqueue([]dueRun{run}, policy == cronapi.BufferOne)

@@ -55,6 +55,21 @@ func TestTrigger(t *testing.T) {
 		t.Errorf("active %+v", plan.Status.Active)
 	}
 
+	// Replace with a stale reference (the Job of that name was recreated
+	// under another UID): the current Job is deleted once, and active
+	// holds the new run only.
+	cj = hourlyCronJob("Replace")
+	job = runningJob(cj, at("01:00:00"))
+	cj.Status.Active[0].UID = "stale"
+	plan, _ = trigger(t, cj, now, false, job)
+	if len(plan.Actions) == 0 || plan.Actions[0].Delete == nil || plan.Actions[0].Delete.UID != job.UID {
+		t.Errorf("replace of a stale reference: actions %+v, want the current Job %s deleted first", plan.Actions, job.UID)
+	}
+	expectStrings(t, "replace stale deletes once", deleted(plan), []string{job.Name})
+	if len(plan.Status.Active) != 1 || plan.Status.Active[0].Name != wantName {
+		t.Errorf("replace of a stale reference: active %+v", plan.Status.Active)
+	}
+
 	for _, policy := range []batchv1.ConcurrencyPolicy{cronapi.BufferOne, cronapi.BufferAll} {
 		cj = hourlyCronJob(policy)
 		cj.Status.PendingRuns = []cronapi.PendingRun{{ScheduledTime: metav1.Time{Time: at("01:00:00")}, Trigger: cronapi.TriggerSchedule}}
