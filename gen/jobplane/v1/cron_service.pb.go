@@ -924,8 +924,10 @@ func (x *PlanCronJobResponse) GetPlan() *CronJobPlan {
 // then creates, in order; events about single creations and deletions
 // (SuccessfulCreate, FailedCreate, SuccessfulDelete, FailedDelete) are its
 // own, since they depend on the outcome. A creation answered AlreadyExists
-// by a Job the CronJob controls counts as created (the reference's v1.36.3
-// fails the sync there, kubernetes#136918).
+// by a Job the CronJob controls counts as created: it is listed in active
+// and the run recorded (the reference's v1.36.3 does so only when the Job
+// is missing from active; when it is listed already it returns without
+// recording the run's lastScheduleTime, kubernetes#136918).
 //
 // A scheduled time never runs twice: its Job's name is the lock. A Job of
 // that name the CronJob owns, in the request or deleted by this plan's
