@@ -12,21 +12,30 @@
 #   big   one Job of SIZE completions, PARALLELISM wide, and a BESIDE-pod Job
 #         created once a quarter of the big Job's pods exist;
 #   many  JOBS Jobs of JOB_COMPLETIONS completions, JOB_PARALLELISM wide,
-#         created at once.
+#         created at once;
+#   tenants (not in the default SCENARIOS; issue 19) namespace A's
+#         TENANT_JOBS Jobs of TENANT_JOB_COMPLETIONS completions,
+#         TENANT_JOB_PARALLELISM wide, created at once, then, once every
+#         creation has returned, namespace B's Job of BESIDE pods; B's Job is
+#         also run alone first. Its pods run TENANT_POD_RUNTIME each.
 # The driver is services/executor/test/bench. kwok takes its stages from
-# hack/kwok/stages, as the repository's other clusters: the benchmark's pods
-# carry no fate.jobplane.dev/ annotation, so they run at once and then succeed.
+# hack/kwok/stages, as the repository's other clusters: the pods of big and
+# many carry no fate.jobplane.dev/ annotation, so they run at once and then
+# succeed; those of tenants carry fate.jobplane.dev/after: TENANT_POD_RUNTIME,
+# so they run that long, then succeed.
 # Everything listens on 127.0.0.1; every wait is bounded and the cluster is
 # deleted at the end.
 #
 #   hack/bench-executor.sh                 # the full measurement (about 30 minutes on 2 cores)
 #   SIZE=200 QPS_PAIRS=200/300 NODES=3 hack/bench-executor.sh    # a quick run (2 minutes)
+#   SCENARIOS=tenants QPS_PAIRS=20/30 hack/bench-executor.sh       # issue 19's tenants (about 10 minutes)
 #
 # Environment (defaults):
 #   QPS_PAIRS="20/30 200/300"   the controllers' client QPS/burst pairs
 #   SIZE=2000 PARALLELISM=SIZE/10 BESIDE=2
 #   JOBS=SIZE/4 JOB_COMPLETIONS=4 JOB_PARALLELISM=2
-#   SCENARIOS="big many" NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
+#   TENANT_JOBS=200 TENANT_JOB_COMPLETIONS=4 TENANT_JOB_PARALLELISM=4 TENANT_POD_RUNTIME=2s
+#   SCENARIOS="big many" (or any of big, many, tenants) NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
 # Results (JSON lines), the services' logs and their /metrics at the end of
 # each QPS pair are kept under ${JOBPLANE_CACHE}/bench/runs/.
 set -euo pipefail
@@ -42,6 +51,10 @@ beside=${BESIDE:-2}
 jobs=${JOBS:-$((size / 4))}
 job_completions=${JOB_COMPLETIONS:-4}
 job_parallelism=${JOB_PARALLELISM:-2}
+tenant_jobs=${TENANT_JOBS:-200}
+tenant_job_completions=${TENANT_JOB_COMPLETIONS:-4}
+tenant_job_parallelism=${TENANT_JOB_PARALLELISM:-4}
+tenant_pod_runtime=${TENANT_POD_RUNTIME:-2s}
 scenarios=${SCENARIOS:-"big many"}
 nodes=${NODES:-10}
 workers=${WORKERS:-5}
@@ -147,9 +160,18 @@ EOF
   kwokctl scale node --replicas "${nodes}"
   kubectl wait --for condition=Ready node --all --timeout 2m >/dev/null
   # kwok's nodes hold 110 pods each: enough for the widest moment of a run?
-  local capacity need
+  local capacity
   capacity=$(kubectl get nodes -o jsonpath='{range .items[*]}{.status.allocatable.pods}{"\n"}{end}' | awk '{s += $1} END {print s}')
-  need=$((parallelism + beside > jobs * job_parallelism ? parallelism + beside : jobs * job_parallelism))
+  local scenario need=0 n
+  for scenario in ${scenarios}; do
+    case ${scenario} in
+      big) n=$((parallelism + beside)) ;;
+      many) n=$((jobs * job_parallelism)) ;;
+      tenants) n=$((tenant_jobs * tenant_job_parallelism + beside)) ;;
+      *) die "unknown scenario ${scenario} (big, many or tenants)" ;;
+    esac
+    if ((n > need)); then need=${n}; fi
+  done
   ((capacity >= need)) || die "the ${nodes} nodes hold ${capacity} pods, the runs need ${need} at once: raise NODES"
   log "cluster ${name} ready: ${nodes} nodes holding ${capacity} pods (the runs need up to ${need} at once)"
 }
@@ -212,8 +234,9 @@ go build -o "${work}/planner" ./services/planner/cmd/planner
 go build -o "${work}/executor" ./services/executor/cmd/executor
 go build -o "${work}/bench" ./services/executor/test/bench
 
-# The driver waits at most SCENARIO_TIMEOUT for the Jobs, then up to a
-# minute for writes to settle and five for the namespace to go.
+# The driver waits at most SCENARIO_TIMEOUT for the Jobs (tenants: and two
+# minutes for B's Job alone), then up to a minute for writes to settle and
+# five for each namespace to go.
 seconds() {
   case $1 in
     *h) echo $((${1%h} * 3600)) ;;
@@ -222,7 +245,7 @@ seconds() {
     *) echo "$1" ;;
   esac
 }
-driver_timeout=$(($(seconds "${scenario_timeout}") + 600))
+driver_timeout=$(($(seconds "${scenario_timeout}") + 900))
 
 commit=$(git rev-parse --short HEAD)
 if [[ -n $(git status --porcelain -- services lib gen) ]]; then
@@ -240,11 +263,16 @@ for pair in ${qps_pairs}; do
     for variant in builtin jobplane; do
       components_healthy
       log "${pair}: ${scenario}, ${variant}"
+      if [[ ${scenario} == tenants ]]; then
+        scenario_args=(-jobs "${tenant_jobs}" -job-completions "${tenant_job_completions}"
+          -job-parallelism "${tenant_job_parallelism}" -pod-runtime "${tenant_pod_runtime}")
+      else
+        scenario_args=(-jobs "${jobs}" -job-completions "${job_completions}" -job-parallelism "${job_parallelism}")
+      fi
       timeout "${driver_timeout}" "${work}/bench" "${scenario}" -kubeconfig "${kubeconfig}" -variant "${variant}" \
         -qps "${pair}" -results "${results}" -timeout "${scenario_timeout}" \
         -kcm-metrics "${kcm_url}/metrics" -executor-metrics "${executor_metrics}" -planner-metrics "${planner_metrics}" \
-        -completions "${size}" -parallelism "${parallelism}" -beside "${beside}" \
-        -jobs "${jobs}" -job-completions "${job_completions}" -job-parallelism "${job_parallelism}" >/dev/null
+        -completions "${size}" -parallelism "${parallelism}" -beside "${beside}" "${scenario_args[@]}" >/dev/null
     done
   done
   curl -sf "${executor_metrics}" >"${run_dir}/executor-metrics-${label}.txt" || true

@@ -10,6 +10,9 @@
 //	                               wide, and a -beside-pod Job created once a
 //	                               quarter of the big Job's pods exist
 //	bench many -variant jobplane . -jobs small Jobs created at once
+//	bench tenants -variant ...     two namespaces: A's -jobs Jobs created at
+//	                               once, then B's -beside-pod Job; B's Job
+//	                               also alone, before
 //	bench report -results FILE     the tables
 //
 // Times come from the driver's own informers (the moment it sees a Job or a
@@ -57,13 +60,13 @@ func main() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")
 	if len(os.Args) < 2 {
-		log.Fatal("usage: bench ports N | big ... | many ... | report -results FILE")
+		log.Fatal("usage: bench ports N | big ... | many ... | tenants ... | report -results FILE")
 	}
 	var err error
 	switch mode, args := os.Args[1], os.Args[2:]; mode {
 	case "ports":
 		err = ports(args)
-	case "big", "many":
+	case "big", "many", "tenants":
 		err = runScenario(mode, args)
 	case "report":
 		err = report(args)
@@ -104,17 +107,19 @@ func ports(args []string) error {
 
 // result is one scenario run for one controller: a line of the results file.
 type result struct {
-	Scenario string `json:"scenario"` // big or many
+	Scenario string `json:"scenario"` // big, many or tenants
 	Variant  string `json:"variant"`  // builtin or jobplane
 	QPS      string `json:"qps"`      // the controllers' client QPS/burst, e.g. 20/30
 	TimedOut bool   `json:"timedOut,omitempty"`
 
 	// big
-	Completions int     `json:"completions,omitempty"`
-	Parallelism int     `json:"parallelism,omitempty"`
-	Seconds     float64 `json:"seconds"` // big: the Job seen added to seen Complete; many: creations start to the last Complete
-	BesidePods  int     `json:"besidePods,omitempty"`
-	BesideSecs  float64 `json:"besideSeconds,omitempty"`
+	Completions int `json:"completions,omitempty"`
+	Parallelism int `json:"parallelism,omitempty"`
+	// big: the Job seen added to seen Complete; many: creations start to
+	// the last Complete; tenants: the same for namespace A's Jobs.
+	Seconds    float64 `json:"seconds"`
+	BesidePods int     `json:"besidePods,omitempty"`
+	BesideSecs float64 `json:"besideSeconds,omitempty"` // tenants: B's Job beside A's
 	// Where the beside Job's time went: seconds from it being seen added
 	// to all its pods seen created, bound to a node, and Succeeded.
 	BesidePodsCreated   float64 `json:"besidePodsCreated,omitempty"`
@@ -130,7 +135,17 @@ type result struct {
 	FirstPodMax    float64 `json:"firstPodMax,omitempty"`
 	CreateSecs     float64 `json:"createSeconds,omitempty"` // how long the driver took to create the Jobs
 
-	// Pods created in the run (seen by the driver's pod informer).
+	// tenants (with Jobs, JobCompletions, JobParallelism of namespace A,
+	// BesidePods and BesideSecs of namespace B's Job beside them)
+	PodRuntime    string  `json:"podRuntime,omitempty"`   // how long each pod runs (fate.jobplane.dev/after)
+	AloneSecs     float64 `json:"aloneSeconds,omitempty"` // B's Job with nothing else running: seen added to seen Complete
+	AloneTimedOut bool    `json:"aloneTimedOut,omitempty"`
+	// ADoneAtBeside is how many of A's Jobs were Complete when B's was.
+	ADoneAtBeside int `json:"aDoneAtBeside,omitempty"`
+
+	// Pods created in the run (seen by the driver's pod informer; for
+	// tenants not those of B's Job alone, which runs before the counters
+	// are read).
 	Pods int `json:"pods"`
 	// Writes are the deltas of apiserver_request_total for the controller's
 	// write verbs, by category; Failed the part answered with an error.
@@ -194,6 +209,7 @@ type options struct {
 	jobCompletions  int
 	jobParallelism  int
 	creators        int
+	podRuntime      time.Duration
 }
 
 func runScenario(mode string, args []string) error {
@@ -209,11 +225,17 @@ func runScenario(mode string, args []string) error {
 	fs.StringVar(&o.kcmMetrics, "kcm-metrics", "", "URL of kube-controller-manager's /metrics (TLS not verified)")
 	fs.IntVar(&o.completions, "completions", 2000, "big: completions of the big Job")
 	fs.IntVar(&o.parallelism, "parallelism", 200, "big: parallelism of the big Job")
-	fs.IntVar(&o.beside, "beside", 2, "big: pods (completions and parallelism) of the Job created beside the big one; 0 for none")
-	fs.IntVar(&o.jobs, "jobs", 500, "many: Jobs created at once")
-	fs.IntVar(&o.jobCompletions, "job-completions", 4, "many: completions of each Job")
-	fs.IntVar(&o.jobParallelism, "job-parallelism", 2, "many: parallelism of each Job")
-	fs.IntVar(&o.creators, "creators", 32, "many: Jobs created in parallel")
+	fs.IntVar(&o.beside, "beside", 2, "big: pods (completions and parallelism) of the Job created beside the big one; 0 for none. tenants: of namespace B's Job")
+	jobs, jobParallelism, podRuntime := 500, 2, time.Duration(0)
+	if mode == "tenants" {
+		// Issue 19's measurement.
+		jobs, jobParallelism, podRuntime = 200, 4, 2*time.Second
+	}
+	fs.IntVar(&o.jobs, "jobs", jobs, "many: Jobs created at once. tenants: namespace A's")
+	fs.IntVar(&o.jobCompletions, "job-completions", 4, "many, tenants: completions of each of those Jobs")
+	fs.IntVar(&o.jobParallelism, "job-parallelism", jobParallelism, "many, tenants: parallelism of each of those Jobs")
+	fs.IntVar(&o.creators, "creators", 32, "many, tenants: Jobs created in parallel")
+	fs.DurationVar(&o.podRuntime, "pod-runtime", podRuntime, "how long each pod runs before it succeeds (the fate.jobplane.dev/after annotation of hack/kwok/stages); 0: at once")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -231,6 +253,12 @@ func runScenario(mode string, args []string) error {
 		return err
 	}
 	r := &runner{o: o, client: client, ns: "bench-" + mode + "-" + o.variant}
+	r.namespaces = []string{r.ns}
+	if mode == "tenants" {
+		r.ns += "-a"
+		r.nsB = "bench-" + mode + "-" + o.variant + "-b"
+		r.namespaces = []string{r.ns, r.nsB}
+	}
 	ctx := context.Background()
 	res := result{Scenario: mode, Variant: o.variant, QPS: o.qps}
 	if err := r.run(ctx, &res); err != nil {
@@ -257,28 +285,44 @@ func runScenario(mode string, args []string) error {
 type runner struct {
 	o      options
 	client kubernetes.Interface
-	ns     string
-	w      *watcher
+	ns     string // the scenario's namespace; tenants: namespace A
+	nsB    string // tenants: namespace B
+	// namespaces are all the run's, recreated before it and deleted after.
+	namespaces []string
+	w          *watcher
+	// notCounted are pods created before the counters were read (tenants:
+	// those of B's Job alone).
+	notCounted int
 }
 
 func (r *runner) run(ctx context.Context, res *result) error {
-	if err := r.recreateNamespace(ctx); err != nil {
-		return err
+	for _, ns := range r.namespaces {
+		if err := r.recreateNamespace(ctx, ns); err != nil {
+			return err
+		}
 	}
 	defer func() {
-		if err := r.deleteNamespace(ctx); err != nil {
-			log.Printf("cleaning up: %v", err)
+		for _, ns := range r.namespaces {
+			if err := r.deleteNamespace(ctx, ns); err != nil {
+				log.Printf("cleaning up: %v", err)
+			}
 		}
 	}()
 	stop := make(chan struct{})
 	defer close(stop)
 	var err error
-	if r.w, err = newWatcher(r.client, r.ns, stop); err != nil {
+	if r.w, err = newWatcher(r.client, r.namespaces, stop); err != nil {
 		return err
 	}
 	// Whatever the last run left going (its namespace's deletion) ends
 	// before the counters are read.
 	r.quiesce(ctx)
+	if res.Scenario == "tenants" {
+		if err := r.tenantAlone(ctx, res); err != nil {
+			return err
+		}
+		r.quiesce(ctx)
+	}
 	before, err := r.scrape(ctx)
 	if err != nil {
 		return err
@@ -289,6 +333,8 @@ func (r *runner) run(ctx context.Context, res *result) error {
 		err = r.big(ctx, res, deadline)
 	case "many":
 		err = r.many(ctx, res, deadline)
+	case "tenants":
+		err = r.tenants(ctx, res, deadline)
 	}
 	if errors.Is(err, errTimeout) {
 		res.TimedOut = true
@@ -303,16 +349,16 @@ func (r *runner) run(ctx context.Context, res *result) error {
 	if err != nil {
 		return err
 	}
-	res.Pods = r.w.podCount()
+	res.Pods = r.w.podCount() - r.notCounted
 	r.deltas(res, before, after)
 	return nil
 }
 
 var errTimeout = errors.New("timed out")
 
-func (r *runner) newJob(name string, completions, parallelism int) *batchv1.Job {
+func (r *runner) newJob(ns, name string, completions, parallelism int) *batchv1.Job {
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: batchv1.JobSpec{
 			Completions:  ptr.To(int32(completions)),
 			Parallelism:  ptr.To(int32(parallelism)),
@@ -326,12 +372,15 @@ func (r *runner) newJob(name string, completions, parallelism int) *batchv1.Job 
 	if r.o.variant == "jobplane" {
 		job.Spec.ManagedBy = ptr.To(managedBy)
 	}
+	if r.o.podRuntime > 0 {
+		job.Spec.Template.Annotations = map[string]string{"fate.jobplane.dev/after": r.o.podRuntime.String()}
+	}
 	return job
 }
 
 func (r *runner) big(ctx context.Context, res *result, deadline time.Time) error {
 	res.Completions, res.Parallelism, res.BesidePods = r.o.completions, r.o.parallelism, r.o.beside
-	big, err := r.client.BatchV1().Jobs(r.ns).Create(ctx, r.newJob("big", r.o.completions, r.o.parallelism), metav1.CreateOptions{})
+	big, err := r.client.BatchV1().Jobs(r.ns).Create(ctx, r.newJob(r.ns, "big", r.o.completions, r.o.parallelism), metav1.CreateOptions{})
 	if err != nil {
 		return err
 	}
@@ -343,7 +392,7 @@ func (r *runner) big(ctx context.Context, res *result, deadline time.Time) error
 		if err != nil {
 			return err
 		}
-		beside, err = r.client.BatchV1().Jobs(r.ns).Create(ctx, r.newJob("beside", r.o.beside, r.o.beside), metav1.CreateOptions{})
+		beside, err = r.client.BatchV1().Jobs(r.ns).Create(ctx, r.newJob(r.ns, "beside", r.o.beside, r.o.beside), metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
@@ -374,6 +423,24 @@ func (r *runner) big(ctx context.Context, res *result, deadline time.Time) error
 }
 
 func (r *runner) many(ctx context.Context, res *result, deadline time.Time) error {
+	start, err := r.createSmallJobs(ctx, res)
+	if err != nil {
+		return err
+	}
+	err = r.waitSmallJobs(deadline, func() bool { return true })
+	r.smallJobsDone(res, start)
+	if err == nil {
+		if failed := r.w.failedJobs(); failed > 0 {
+			return fmt.Errorf("%d Jobs failed", failed)
+		}
+		log.Printf("%s: %d Jobs Complete in %.1fs; first pod p50 %.2fs p99 %.2fs", r.o.variant, r.o.jobs, res.Seconds, res.FirstPodP50, res.FirstPodP99)
+	}
+	return err
+}
+
+// createSmallJobs creates the -jobs Jobs of many (tenants: of namespace
+// A), -creators at a time, and returns when it started.
+func (r *runner) createSmallJobs(ctx context.Context, res *result) (time.Time, error) {
 	res.Jobs, res.JobCompletions, res.JobParallelism = r.o.jobs, r.o.jobCompletions, r.o.jobParallelism
 	start := time.Now()
 	names := make(chan string)
@@ -382,7 +449,7 @@ func (r *runner) many(ctx context.Context, res *result, deadline time.Time) erro
 	for range r.o.creators {
 		wg.Go(func() {
 			for name := range names {
-				if _, err := r.client.BatchV1().Jobs(r.ns).Create(ctx, r.newJob(name, r.o.jobCompletions, r.o.jobParallelism), metav1.CreateOptions{}); err != nil {
+				if _, err := r.client.BatchV1().Jobs(r.ns).Create(ctx, r.newJob(r.ns, name, r.o.jobCompletions, r.o.jobParallelism), metav1.CreateOptions{}); err != nil {
 					errs <- err
 					for range names {
 					}
@@ -398,28 +465,97 @@ func (r *runner) many(ctx context.Context, res *result, deadline time.Time) erro
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return fmt.Errorf("creating the Jobs: %w", err)
+		return start, fmt.Errorf("creating the Jobs: %w", err)
 	}
 	res.CreateSecs = time.Since(start).Seconds()
 	log.Printf("%s: %d Jobs created in %.1fs", r.o.variant, r.o.jobs, res.CreateSecs)
+	return start, nil
+}
+
+// smallJobsDone records when the Jobs created from start were all done and
+// how soon their first pods came.
+func (r *runner) smallJobsDone(res *result, start time.Time) {
+	res.Seconds = r.w.lastDone(r.ns).Sub(start).Seconds()
+	lat := r.w.firstPodLatencies(r.ns)
+	res.FirstPodP50, res.FirstPodP99, res.FirstPodMax = quantile(lat, 0.50), quantile(lat, 0.99), quantile(lat, 1)
+}
+
+// waitSmallJobs waits until the -jobs Jobs of r.ns are done and also holds
+// (called on every check), logging the progress every 15 seconds.
+func (r *runner) waitSmallJobs(deadline time.Time, also func() bool) error {
 	progress := time.NewTicker(15 * time.Second)
 	defer progress.Stop()
-	err := r.w.waitFor(deadline, func() bool {
+	return r.w.waitFor(deadline, func() bool {
 		select {
 		case <-progress.C:
-			log.Printf("%s: %d of %d Jobs done, %d pods", r.o.variant, r.w.doneCount(), r.o.jobs, r.w.podCount())
+			log.Printf("%s: %d of %d Jobs done, %d pods", r.o.variant, r.w.doneCount(r.ns), r.o.jobs, r.w.podCount())
 		default:
 		}
-		return r.w.doneCount() >= r.o.jobs
+		return also() && r.w.doneCount(r.ns) >= r.o.jobs
 	})
-	res.Seconds = r.w.lastDone().Sub(start).Seconds()
-	lat := r.w.firstPodLatencies()
-	res.FirstPodP50, res.FirstPodP99, res.FirstPodMax = quantile(lat, 0.50), quantile(lat, 0.99), quantile(lat, 1)
+}
+
+// aloneTimeout bounds B's Job alone: a Job of a few pods with nothing else
+// running.
+const aloneTimeout = 2 * time.Minute
+
+// tenantAlone runs namespace B's Job with nothing else running, before the
+// counters are read.
+func (r *runner) tenantAlone(ctx context.Context, res *result) error {
+	res.BesidePods, res.PodRuntime = r.o.beside, r.o.podRuntime.String()
+	alone, err := r.client.BatchV1().Jobs(r.nsB).Create(ctx, r.newJob(r.nsB, "b-alone", r.o.beside, r.o.beside), metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	err = r.w.waitFor(time.Now().Add(aloneTimeout), func() bool { return r.w.done(alone.UID) })
+	res.AloneSecs = r.w.elapsed(alone.UID)
+	r.notCounted = r.w.podCount()
+	if errors.Is(err, errTimeout) {
+		res.AloneTimedOut = true
+		log.Printf("%s: B's Job alone timed out after %v", r.o.variant, aloneTimeout)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if failed := r.w.failedJobs(); failed > 0 {
+		return errors.New("B's Job alone failed")
+	}
+	log.Printf("%s: B's Job alone Complete in %.1fs", r.o.variant, res.AloneSecs)
+	return nil
+}
+
+// tenants creates namespace A's -jobs Jobs at once and, once every
+// creation has returned, namespace B's -beside-pod Job.
+func (r *runner) tenants(ctx context.Context, res *result, deadline time.Time) error {
+	start, err := r.createSmallJobs(ctx, res)
+	if err != nil {
+		return err
+	}
+	b, err := r.client.BatchV1().Jobs(r.nsB).Create(ctx, r.newJob(r.nsB, "b", r.o.beside, r.o.beside), metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	bLogged := false
+	err = r.waitSmallJobs(deadline, func() bool {
+		if !r.w.done(b.UID) {
+			return false
+		}
+		if !bLogged {
+			bLogged = true
+			log.Printf("%s: B's Job Complete in %.1fs beside A's, %d of whose Jobs were Complete", r.o.variant, r.w.elapsed(b.UID), r.w.doneCountBefore(r.ns, b.UID))
+		}
+		return true
+	})
+	r.smallJobsDone(res, start)
+	res.BesideSecs = r.w.elapsed(b.UID)
+	res.ADoneAtBeside = r.w.doneCountBefore(r.ns, b.UID)
+	res.BesidePodsCreated, res.BesidePodsBound, res.BesidePodsSucceeded = r.w.podMilestones(b.UID)
 	if err == nil {
 		if failed := r.w.failedJobs(); failed > 0 {
 			return fmt.Errorf("%d Jobs failed", failed)
 		}
-		log.Printf("%s: %d Jobs Complete in %.1fs; first pod p50 %.2fs p99 %.2fs", r.o.variant, r.o.jobs, res.Seconds, res.FirstPodP50, res.FirstPodP99)
+		log.Printf("%s: A's %d Jobs Complete in %.1fs; B's Job beside them in %.1fs (alone %.1fs)", r.o.variant, r.o.jobs, res.Seconds, res.BesideSecs, res.AloneSecs)
 	}
 	return err
 }
@@ -435,18 +571,18 @@ func quantile(xs []float64, q float64) float64 {
 	return xs[min(max(i, 0), len(xs)-1)]
 }
 
-func (r *runner) recreateNamespace(ctx context.Context) error {
-	if err := r.deleteNamespace(ctx); err != nil {
+func (r *runner) recreateNamespace(ctx context.Context, ns string) error {
+	if err := r.deleteNamespace(ctx, ns); err != nil {
 		return err
 	}
-	_, err := r.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}, metav1.CreateOptions{})
+	_, err := r.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	return err
 }
 
-// deleteNamespace deletes the run's namespace and waits until it is gone,
-// so that its pods' deletions are not counted in the next run.
-func (r *runner) deleteNamespace(ctx context.Context) error {
-	err := r.client.CoreV1().Namespaces().Delete(ctx, r.ns, metav1.DeleteOptions{})
+// deleteNamespace deletes one of the run's namespaces and waits until it is
+// gone, so that its pods' deletions are not counted in the next run.
+func (r *runner) deleteNamespace(ctx context.Context, ns string) error {
+	err := r.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -455,13 +591,13 @@ func (r *runner) deleteNamespace(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
-		_, err := r.client.CoreV1().Namespaces().Get(ctx, r.ns, metav1.GetOptions{})
+		_, err := r.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	return fmt.Errorf("namespace %s still there after 5m", r.ns)
+	return fmt.Errorf("namespace %s still there after 5m", ns)
 }
 
 // quiesceResources are those whose writes must have stopped before the
@@ -608,10 +744,12 @@ func requestKey(l map[string]string) [5]string {
 	return [5]string{l["verb"], l["group"], l["resource"], l["subresource"], l["code"]}
 }
 
-// watcher times Jobs and pods of one namespace as the driver sees them.
+// watcher times Jobs and pods of the run's namespaces as the driver sees
+// them.
 type watcher struct {
 	mu       sync.Mutex
 	changed  chan struct{}
+	jobNS    map[types.UID]string    // Job's namespace
 	added    map[types.UID]time.Time // Job seen
 	finished map[types.UID]time.Time // Job seen Complete or Failed
 	failed   map[types.UID]bool
@@ -625,33 +763,35 @@ type watcher struct {
 	podSucceeded map[types.UID]time.Time
 }
 
-func newWatcher(client kubernetes.Interface, ns string, stop chan struct{}) (*watcher, error) {
+func newWatcher(client kubernetes.Interface, namespaces []string, stop chan struct{}) (*watcher, error) {
 	w := &watcher{
-		changed: make(chan struct{}, 1),
-		added:   map[types.UID]time.Time{}, finished: map[types.UID]time.Time{}, failed: map[types.UID]bool{},
+		changed: make(chan struct{}, 1), jobNS: map[types.UID]string{},
+		added: map[types.UID]time.Time{}, finished: map[types.UID]time.Time{}, failed: map[types.UID]bool{},
 		firstPod: map[types.UID]time.Time{}, pods: map[types.UID]int{}, podUIDs: map[types.UID]bool{},
 		podJob: map[types.UID]types.UID{}, podCreated: map[types.UID]time.Time{},
 		podBound: map[types.UID]time.Time{}, podSucceeded: map[types.UID]time.Time{},
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
-	jobs := factory.Batch().V1().Jobs().Informer()
-	pods := factory.Core().V1().Pods().Informer()
-	if _, err := jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.job(obj.(*batchv1.Job), true) },
-		UpdateFunc: func(_, obj any) { w.job(obj.(*batchv1.Job), false) },
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.pod(obj.(*corev1.Pod)) },
-		UpdateFunc: func(_, obj any) { w.pod(obj.(*corev1.Pod)) },
-	}); err != nil {
-		return nil, err
-	}
-	factory.Start(stop)
-	for typ, ok := range factory.WaitForCacheSync(stop) {
-		if !ok {
-			return nil, fmt.Errorf("the %v informer did not sync", typ)
+	for _, ns := range namespaces {
+		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+		jobs := factory.Batch().V1().Jobs().Informer()
+		pods := factory.Core().V1().Pods().Informer()
+		if _, err := jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { w.job(obj.(*batchv1.Job), true) },
+			UpdateFunc: func(_, obj any) { w.job(obj.(*batchv1.Job), false) },
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { w.pod(obj.(*corev1.Pod)) },
+			UpdateFunc: func(_, obj any) { w.pod(obj.(*corev1.Pod)) },
+		}); err != nil {
+			return nil, err
+		}
+		factory.Start(stop)
+		for typ, ok := range factory.WaitForCacheSync(stop) {
+			if !ok {
+				return nil, fmt.Errorf("the %v informer of %s did not sync", typ, ns)
+			}
 		}
 	}
 	return w, nil
@@ -663,6 +803,7 @@ func (w *watcher) job(job *batchv1.Job, added bool) {
 	defer w.mu.Unlock()
 	if _, ok := w.added[job.UID]; !ok && added {
 		w.added[job.UID] = now
+		w.jobNS[job.UID] = job.Namespace
 	}
 	if _, ok := w.finished[job.UID]; ok {
 		return
@@ -750,10 +891,32 @@ func (w *watcher) done(uid types.UID) bool {
 	return ok
 }
 
-func (w *watcher) doneCount() int {
+// doneCount is the number of Jobs of ns done.
+func (w *watcher) doneCount(ns string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.finished)
+	n := 0
+	for uid := range w.finished {
+		if w.jobNS[uid] == ns {
+			n++
+		}
+	}
+	return n
+}
+
+// doneCountBefore is the number of Jobs of ns done no later than the Job of
+// uid (all of them done so far if it is not).
+func (w *watcher) doneCountBefore(ns string, uid types.UID) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	end, ok := w.finished[uid]
+	n := 0
+	for other, t := range w.finished {
+		if w.jobNS[other] == ns && (!ok || !t.After(end)) {
+			n++
+		}
+	}
+	return n
 }
 
 func (w *watcher) failedJobs() int {
@@ -780,17 +943,22 @@ func (w *watcher) elapsed(uid types.UID) float64 {
 	return end.Sub(w.added[uid]).Seconds()
 }
 
-func (w *watcher) lastDone() time.Time {
+// lastDone is when the last Job of ns was seen done (now if one is not).
+func (w *watcher) lastDone(ns string) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var last time.Time
-	for _, t := range w.finished {
+	for uid := range w.added {
+		if w.jobNS[uid] != ns {
+			continue
+		}
+		t, ok := w.finished[uid]
+		if !ok {
+			return time.Now()
+		}
 		if t.After(last) {
 			last = t
 		}
-	}
-	if len(w.finished) < len(w.added) {
-		last = time.Now()
 	}
 	return last
 }
@@ -821,14 +989,14 @@ func (w *watcher) podMilestones(uid types.UID) (created, bound, succeeded float6
 	return last(w.podCreated), last(w.podBound), last(w.podSucceeded)
 }
 
-// firstPodLatencies are, for every Job with a pod, the seconds from the Job
-// seen added to its first pod seen.
-func (w *watcher) firstPodLatencies() []float64 {
+// firstPodLatencies are, for every Job of ns with a pod, the seconds from
+// the Job seen added to its first pod seen.
+func (w *watcher) firstPodLatencies(ns string) []float64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []float64
 	for uid, added := range w.added {
-		if first, ok := w.firstPod[uid]; ok {
+		if first, ok := w.firstPod[uid]; ok && w.jobNS[uid] == ns {
 			out = append(out, first.Sub(added).Seconds())
 		}
 	}

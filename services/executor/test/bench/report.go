@@ -58,9 +58,38 @@ func report(args []string) error {
 
 var variantName = map[string]string{"builtin": "built-in", "jobplane": "jobplane"}
 
+// scenarios in the order of the tables.
+var scenarios = []string{"big", "many", "tenants"}
+
 func writeReport(w io.Writer, qpsOrder []string, find func(scenario, variant, qps string) *result) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	variants := []string{"builtin", "jobplane"}
+	// rows calls, for each QPS pair in turn, row for each controller's
+	// result of scenario, then pair with both when both are there; either
+	// may be nil.
+	rows := func(scenario string, row func(qps, variant string, r *result), pair func(qps string, b, j *result)) {
+		for _, qps := range qpsOrder {
+			for _, v := range variants {
+				if r := find(scenario, v, qps); r != nil && row != nil {
+					row(qps, v, r)
+				}
+			}
+			if b, j := find(scenario, "builtin", qps), find(scenario, "jobplane", qps); b != nil && j != nil && pair != nil {
+				pair(qps, b, j)
+			}
+		}
+	}
+	// pairs calls pair for each QPS pair and scenario with both controllers'
+	// results.
+	pairs := func(pair func(qps, scenario string, b, j *result)) {
+		for _, qps := range qpsOrder {
+			for _, s := range scenarios {
+				if b, j := find(s, "builtin", qps), find(s, "jobplane", qps); b != nil && j != nil {
+					pair(qps, s, b, j)
+				}
+			}
+		}
+	}
 
 	// The big Job.
 	if r := firstOf(qpsOrder, find, "big"); r != nil {
@@ -68,53 +97,35 @@ func writeReport(w io.Writer, qpsOrder []string, find func(scenario, variant, qp
 		p("API writes per pod, from `apiserver_request_total` deltas over the run, divided by the pods created (the %d-pod Job created beside the big one is in the same run and counted with it).\n\n", r.BesidePods)
 		p("| QPS/burst | controller | create→Complete (s) | pods/s | pods create | pods patch | pods delete | Job status | events | writes/pod | failed writes | syncs |\n")
 		p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, qps := range qpsOrder {
-			for _, v := range variants {
-				r := find("big", v, qps)
-				if r == nil {
-					continue
-				}
-				p("| %s | %s | %s | %.1f |", qps, variantName[v], secs(r.Seconds, r.TimedOut), float64(r.Completions)/r.Seconds)
-				for _, c := range categories {
-					p(" %.3f |", perPod(r.Writes[c.name], r.Pods))
-				}
-				p(" %.3f | %.0f | %.0f |\n", perPod(totalWrites(r), r.Pods), sum(r.Failed), r.Syncs)
+		rows("big", func(qps, v string, r *result) {
+			p("| %s | %s | %s | %.1f |", qps, variantName[v], secs(r.Seconds, r.TimedOut), float64(r.Completions)/r.Seconds)
+			for _, c := range categories {
+				p(" %.3f |", perPod(r.Writes[c.name], r.Pods))
 			}
-			b, j := find("big", "builtin", qps), find("big", "jobplane", qps)
-			if b != nil && j != nil {
-				p("| %s | **jobplane / built-in** | %s | %s |", qps, ratio(j.Seconds, b.Seconds), ratio(float64(j.Completions)/j.Seconds, float64(b.Completions)/b.Seconds))
-				for _, c := range categories {
-					p(" %s |", ratio(perPod(j.Writes[c.name], j.Pods), perPod(b.Writes[c.name], b.Pods)))
-				}
-				p(" %s | | %s |\n", ratio(perPod(totalWrites(j), j.Pods), perPod(totalWrites(b), b.Pods)), ratio(j.Syncs, b.Syncs))
+			p(" %.3f | %.0f | %.0f |\n", perPod(totalWrites(r), r.Pods), sum(r.Failed), r.Syncs)
+		}, func(qps string, b, j *result) {
+			p("| %s | **jobplane / built-in** | %s | %s |", qps, ratio(j.Seconds, b.Seconds), ratio(float64(j.Completions)/j.Seconds, float64(b.Completions)/b.Seconds))
+			for _, c := range categories {
+				p(" %s |", ratio(perPod(j.Writes[c.name], j.Pods), perPod(b.Writes[c.name], b.Pods)))
 			}
-		}
+			p(" %s | | %s |\n", ratio(perPod(totalWrites(j), j.Pods), perPod(totalWrites(b), b.Pods)), ratio(j.Syncs, b.Syncs))
+		})
 		p("\n")
 
 		p("#### A %d-pod Job created beside it (once a quarter of the big Job's pods exist)\n\n", r.BesidePods)
 		p("| QPS/burst | built-in create→Complete (s) | jobplane create→Complete (s) | jobplane / built-in |\n")
 		p("|---|---:|---:|---:|\n")
-		for _, qps := range qpsOrder {
-			b, j := find("big", "builtin", qps), find("big", "jobplane", qps)
-			if b == nil || j == nil {
-				continue
-			}
+		rows("big", nil, func(qps string, b, j *result) {
 			p("| %s | %s | %s | %s |\n", qps, secs(b.BesideSecs, b.TimedOut), secs(j.BesideSecs, j.TimedOut), ratio(j.BesideSecs, b.BesideSecs))
-		}
+		})
 		p("\n")
 		p("Where its time went: seconds from the Job seen added until both its pods were seen created (the controller), bound to a node (the scheduler), Succeeded (kwok), and the Job seen Complete (the controller again).\n\n")
 		p("| QPS/burst | controller | pods created | pods bound | pods Succeeded | Job Complete |\n")
 		p("|---|---|---:|---:|---:|---:|\n")
-		for _, qps := range qpsOrder {
-			for _, v := range variants {
-				r := find("big", v, qps)
-				if r == nil {
-					continue
-				}
-				p("| %s | %s | %s | %s | %s | %s |\n", qps, variantName[v], milestone(r.BesidePodsCreated), milestone(r.BesidePodsBound),
-					milestone(r.BesidePodsSucceeded), secs(r.BesideSecs, r.TimedOut))
-			}
-		}
+		rows("big", func(qps, v string, r *result) {
+			p("| %s | %s | %s | %s | %s | %s |\n", qps, variantName[v], milestone(r.BesidePodsCreated), milestone(r.BesidePodsBound),
+				milestone(r.BesidePodsSucceeded), secs(r.BesideSecs, r.TimedOut))
+		}, nil)
 		p("\n")
 	}
 
@@ -124,27 +135,47 @@ func writeReport(w io.Writer, qpsOrder []string, find func(scenario, variant, qp
 		p("All Complete: from the first creation to the last Job seen Complete. First pod: from a Job seen added to its first pod seen, over the %d Jobs.\n\n", r.Jobs)
 		p("| QPS/burst | controller | all Complete (s) | first pod p50 (s) | first pod p99 (s) | pods create | pods patch | Job status | events | writes/pod | failed writes | syncs |\n")
 		p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, qps := range qpsOrder {
-			for _, v := range variants {
-				r := find("many", v, qps)
-				if r == nil {
-					continue
-				}
-				p("| %s | %s | %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f | %.0f |\n", qps, variantName[v], secs(r.Seconds, r.TimedOut),
-					milestone2(r.FirstPodP50), milestone2(r.FirstPodP99), perPod(r.Writes["pods create"], r.Pods), perPod(r.Writes["pods patch"], r.Pods),
-					perPod(r.Writes["Job status"], r.Pods), perPod(r.Writes["events"], r.Pods), perPod(totalWrites(r), r.Pods), sum(r.Failed), r.Syncs)
-			}
-			b, j := find("many", "builtin", qps), find("many", "jobplane", qps)
-			if b != nil && j != nil {
-				p("| %s | **jobplane / built-in** | %s | %s | %s | %s | %s | %s | %s | %s | | %s |\n", qps, ratio(j.Seconds, b.Seconds),
-					ratio(j.FirstPodP50, b.FirstPodP50), ratio(j.FirstPodP99, b.FirstPodP99),
-					ratio(perPod(j.Writes["pods create"], j.Pods), perPod(b.Writes["pods create"], b.Pods)),
-					ratio(perPod(j.Writes["pods patch"], j.Pods), perPod(b.Writes["pods patch"], b.Pods)),
-					ratio(perPod(j.Writes["Job status"], j.Pods), perPod(b.Writes["Job status"], b.Pods)),
-					ratio(perPod(j.Writes["events"], j.Pods), perPod(b.Writes["events"], b.Pods)),
-					ratio(perPod(totalWrites(j), j.Pods), perPod(totalWrites(b), b.Pods)), ratio(j.Syncs, b.Syncs))
-			}
-		}
+		rows("many", func(qps, v string, r *result) {
+			p("| %s | %s | %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f | %.0f |\n", qps, variantName[v], secs(r.Seconds, r.TimedOut),
+				milestone2(r.FirstPodP50), milestone2(r.FirstPodP99), perPod(r.Writes["pods create"], r.Pods), perPod(r.Writes["pods patch"], r.Pods),
+				perPod(r.Writes["Job status"], r.Pods), perPod(r.Writes["events"], r.Pods), perPod(totalWrites(r), r.Pods), sum(r.Failed), r.Syncs)
+		}, func(qps string, b, j *result) {
+			p("| %s | **jobplane / built-in** | %s | %s | %s | %s | %s | %s | %s | %s | | %s |\n", qps, ratio(j.Seconds, b.Seconds),
+				ratio(j.FirstPodP50, b.FirstPodP50), ratio(j.FirstPodP99, b.FirstPodP99),
+				ratio(perPod(j.Writes["pods create"], j.Pods), perPod(b.Writes["pods create"], b.Pods)),
+				ratio(perPod(j.Writes["pods patch"], j.Pods), perPod(b.Writes["pods patch"], b.Pods)),
+				ratio(perPod(j.Writes["Job status"], j.Pods), perPod(b.Writes["Job status"], b.Pods)),
+				ratio(perPod(j.Writes["events"], j.Pods), perPod(b.Writes["events"], b.Pods)),
+				ratio(perPod(totalWrites(j), j.Pods), perPod(totalWrites(b), b.Pods)), ratio(j.Syncs, b.Syncs))
+		})
+		p("\n")
+	}
+
+	// Tenants.
+	if r := firstOf(qpsOrder, find, "tenants"); r != nil {
+		p("#### Tenants: namespace A's %d Jobs of %d completions, parallelism %d, created at once, then namespace B's %d-pod Job; pods run %s\n\n",
+			r.Jobs, r.JobCompletions, r.JobParallelism, r.BesidePods, r.PodRuntime)
+		p("B alone: B's Job with nothing else running (before A's). B beside A: B's Job created once all of A's creations returned, seen added to seen Complete. A all Complete: from A's first creation to A's last Job seen Complete. API requests per pod: the controller's writes over A's and B's Jobs beside them, divided by their pods.\n\n")
+		p("| QPS/burst | controller | B alone (s) | B beside A (s) | B beside / alone | A all Complete (s) | API requests per pod |\n")
+		p("|---|---|---:|---:|---:|---:|---:|\n")
+		rows("tenants", func(qps, v string, r *result) {
+			p("| %s | %s | %s | %s | %s | %s | %.3f |\n", qps, variantName[v], secs(r.AloneSecs, r.AloneTimedOut), secs(r.BesideSecs, r.TimedOut),
+				ratio(r.BesideSecs, r.AloneSecs), secs(r.Seconds, r.TimedOut), perPod(totalWrites(r), r.Pods))
+		}, func(qps string, b, j *result) {
+			p("| %s | **jobplane / built-in** | %s | %s | | %s | %s |\n", qps, ratio(j.AloneSecs, b.AloneSecs), ratio(j.BesideSecs, b.BesideSecs),
+				ratio(j.Seconds, b.Seconds), ratio(perPod(totalWrites(j), j.Pods), perPod(totalWrites(b), b.Pods)))
+		})
+		p("\n")
+		p("Where B's time went beside A (seconds from B's Job seen added until both its pods were seen created, bound, Succeeded, and the Job seen Complete; A's Jobs Complete by then), and the writes per pod by kind.\n\n")
+		p("| QPS/burst | controller | B pods created | B pods bound | B pods Succeeded | B Complete | A's Jobs Complete by then | A first pod p50 (s) | A first pod p99 (s) | pods create | pods patch | Job status | events | failed writes | syncs |\n")
+		p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		rows("tenants", func(qps, v string, r *result) {
+			p("| %s | %s | %s | %s | %s | %s | %d of %d | %s | %s | %.3f | %.3f | %.3f | %.3f | %.0f | %.0f |\n", qps, variantName[v],
+				milestone(r.BesidePodsCreated), milestone(r.BesidePodsBound), milestone(r.BesidePodsSucceeded), secs(r.BesideSecs, r.TimedOut),
+				r.ADoneAtBeside, r.Jobs, milestone2(r.FirstPodP50), milestone2(r.FirstPodP99),
+				perPod(r.Writes["pods create"], r.Pods), perPod(r.Writes["pods patch"], r.Pods), perPod(r.Writes["Job status"], r.Pods),
+				perPod(r.Writes["events"], r.Pods), sum(r.Failed), r.Syncs)
+		}, nil)
 		p("\n")
 	}
 
@@ -153,16 +184,10 @@ func writeReport(w io.Writer, qpsOrder []string, find func(scenario, variant, qp
 	p("Deltas over each run of the executor's `jobplane_job_sync_duration_seconds` and `jobplane_planner_call_duration_seconds`, and of kube-controller-manager's `job_controller_job_sync_duration_seconds`.\n\n")
 	p("| QPS/burst | scenario | built-in syncs | built-in mean sync (ms) | jobplane syncs | jobplane mean sync (ms) | mean planner call (ms) | planner share of sync time |\n")
 	p("|---|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, qps := range qpsOrder {
-		for _, s := range []string{"big", "many"} {
-			b, j := find(s, "builtin", qps), find(s, "jobplane", qps)
-			if b == nil || j == nil {
-				continue
-			}
-			p("| %s | %s | %.0f | %s | %.0f | %s | %s | %s |\n", qps, s, b.Syncs, ms(b.SyncSeconds, b.Syncs), j.Syncs, ms(j.SyncSeconds, j.Syncs),
-				ms(j.PlannerSeconds, j.PlannerCalls), pct(j.PlannerSeconds, j.SyncSeconds))
-		}
-	}
+	pairs(func(qps, s string, b, j *result) {
+		p("| %s | %s | %.0f | %s | %.0f | %s | %s | %s |\n", qps, s, b.Syncs, ms(b.SyncSeconds, b.Syncs), j.Syncs, ms(j.SyncSeconds, j.Syncs),
+			ms(j.PlannerSeconds, j.PlannerCalls), pct(j.PlannerSeconds, j.SyncSeconds))
+	})
 	p("\n")
 
 	// CPU.
@@ -170,23 +195,17 @@ func writeReport(w io.Writer, qpsOrder []string, find func(scenario, variant, qp
 	p("CPU seconds (`process_cpu_seconds_total`) over each run of kube-controller-manager (all its controllers) and of the executor and planner together. Both sides run in every run and their informers follow the same pods, so each side's cost of running the Jobs is estimated as its CPU in its own run less its CPU in the other side's run, per pod created.\n\n")
 	p("| QPS/burst | scenario | kcm, built-in run (s) | kcm, jobplane run (s) | executor+planner, jobplane run (s) | of which planner (s) | executor+planner, built-in run (s) | built-in Job controller (ms/pod) | executor+planner (ms/pod) |\n")
 	p("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, qps := range qpsOrder {
-		for _, s := range []string{"big", "many"} {
-			b, j := find(s, "builtin", qps), find(s, "jobplane", qps)
-			if b == nil || j == nil {
-				continue
-			}
-			p("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |\n", qps, s, b.KCMCPU, j.KCMCPU, j.JobplaneCPU, j.PlannerCPU, b.JobplaneCPU,
-				1000*perPod(b.KCMCPU-j.KCMCPU, b.Pods), 1000*perPod(j.JobplaneCPU-b.JobplaneCPU, j.Pods))
-		}
-	}
+	pairs(func(qps, s string, b, j *result) {
+		p("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |\n", qps, s, b.KCMCPU, j.KCMCPU, j.JobplaneCPU, j.PlannerCPU, b.JobplaneCPU,
+			1000*perPod(b.KCMCPU-j.KCMCPU, b.Pods), 1000*perPod(j.JobplaneCPU-b.JobplaneCPU, j.Pods))
+	})
 	p("\n")
 
 	// What else wrote, for the reading of the figures.
 	p("<details><summary>Other writes in the runs (not the controller's: the driver's, the scheduler's, kwok's)</summary>\n\n")
 	p("| QPS/burst | scenario | controller | other writes |\n|---|---|---|---|\n")
 	for _, qps := range qpsOrder {
-		for _, s := range []string{"big", "many"} {
+		for _, s := range scenarios {
 			for _, v := range variants {
 				r := find(s, v, qps)
 				if r == nil {
