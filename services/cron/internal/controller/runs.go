@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
@@ -113,6 +114,10 @@ func decisionError(err error) error {
 	case errors.Is(err, decide.ErrConcurrencyPolicy), errors.Is(err, decide.ErrDeleting), errors.Is(err, decide.ErrInvalidSchedule):
 		return apierr.New(codes.FailedPrecondition, "RUN_REFUSED", nil, "%v", err)
 	case errors.Is(err, decide.ErrInvalidBackfill):
+		var fe *field.Error
+		if errors.As(err, &fe) {
+			return apierr.Invalid("invalid BackfillCronJob request", field.ErrorList{fe})
+		}
 		return apierr.New(codes.InvalidArgument, "INVALID_BACKFILL", nil, "%v", err)
 	}
 	return apierr.New(codes.Internal, "DECISION_FAILED", nil, "%v", err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
 )
@@ -65,14 +66,17 @@ func Backfill(in Input, start, end time.Time, policy string) (Plan, error) {
 	}
 	switch {
 	case !start.Before(end):
-		return Plan{}, fmt.Errorf("%w: start: %s must be before end %s", ErrInvalidBackfill, start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
+		return Plan{}, invalidBackfill(field.Invalid(field.NewPath("start"), start.UTC().Format(time.RFC3339),
+			"must be before end "+end.UTC().Format(time.RFC3339)))
 	case end.After(d.now):
-		return Plan{}, fmt.Errorf("%w: end: %s is after now (%s)", ErrInvalidBackfill, end.UTC().Format(time.RFC3339), d.now.UTC().Format(time.RFC3339))
+		return Plan{}, invalidBackfill(field.Invalid(field.NewPath("end"), end.UTC().Format(time.RFC3339),
+			"must not be after now ("+d.now.UTC().Format(time.RFC3339)+")"))
 	}
 	switch batchv1.ConcurrencyPolicy(policy) {
 	case "", batchv1.AllowConcurrent, batchv1.ForbidConcurrent, cronapi.BufferAll:
 	default:
-		return Plan{}, fmt.Errorf("%w: concurrencyPolicy: %q is not Allow, Forbid or BufferAll", ErrInvalidBackfill, policy)
+		return Plan{}, invalidBackfill(field.NotSupported(field.NewPath("concurrencyPolicy"), policy,
+			[]batchv1.ConcurrencyPolicy{batchv1.AllowConcurrent, batchv1.ForbidConcurrent, cronapi.BufferAll}))
 	}
 	sched, err := d.readSchedule()
 	if err != nil {
@@ -80,7 +84,8 @@ func Backfill(in Input, start, end time.Time, policy string) (Plan, error) {
 	}
 	times := timesBetween(sched, start.Add(-time.Nanosecond), end, maxBackfillRuns+1)
 	if len(times) > maxBackfillRuns {
-		return Plan{}, fmt.Errorf("%w: start: the range holds more than %d scheduled times", ErrInvalidBackfill, maxBackfillRuns)
+		return Plan{}, invalidBackfill(field.Invalid(field.NewPath("start"), start.UTC().Format(time.RFC3339),
+			fmt.Sprintf("the range holds more than %d scheduled times", maxBackfillRuns)))
 	}
 	var skipped []time.Time
 	var runs []dueRun
@@ -112,4 +117,10 @@ func (d *decision) manualPlan(outcome string) Plan {
 	p := d.plan()
 	p.Summary = summarize(&p, outcome)
 	return p
+}
+
+// invalidBackfill is ErrInvalidBackfill about the request's field fe, which
+// errors.As finds for the caller's field violation.
+func invalidBackfill(fe *field.Error) error {
+	return fmt.Errorf("%w: %w", ErrInvalidBackfill, fe)
 }

@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
 )
@@ -126,6 +127,11 @@ func TestBackfillValidation(t *testing.T) {
 		_, err := backfill(cj, now, tc.start, tc.end, tc.policy)
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: %v", tc.name, err)
+		}
+		// The request's field, for the caller's field violation.
+		var fe *field.Error
+		if tc.want == ErrInvalidBackfill && (!errors.As(err, &fe) || fe.Field != tc.field) {
+			t.Errorf("%s: %v is not an error of field %s", tc.name, err, tc.field)
 		}
 	}
 }
