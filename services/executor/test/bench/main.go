@@ -142,6 +142,12 @@ type result struct {
 	AloneTimedOut bool    `json:"aloneTimedOut,omitempty"`
 	// ADoneAtBeside is how many of A's Jobs were Complete when B's was.
 	ADoneAtBeside int `json:"aDoneAtBeside,omitempty"`
+	// Events about Jobs (the controller's: SuccessfulCreate, Completed, …)
+	// seen created or updated from the counters' first reading until the
+	// last Job was seen Complete (many; tenants: A's last), and until the
+	// counters' second reading.
+	JobEventsAtDone int `json:"jobEventsAtDone,omitempty"`
+	JobEvents       int `json:"jobEvents,omitempty"`
 
 	// Pods created in the run (seen by the driver's pod informer; for
 	// tenants not those of B's Job alone, which runs before the counters
@@ -293,6 +299,7 @@ type runner struct {
 	// notCounted are pods created before the counters were read (tenants:
 	// those of B's Job alone).
 	notCounted int
+	counted    time.Time // when the counters were first read
 }
 
 func (r *runner) run(ctx context.Context, res *result) error {
@@ -327,6 +334,7 @@ func (r *runner) run(ctx context.Context, res *result) error {
 	if err != nil {
 		return err
 	}
+	r.counted = time.Now()
 	deadline := time.Now().Add(r.o.timeout)
 	switch res.Scenario {
 	case "big":
@@ -350,6 +358,7 @@ func (r *runner) run(ctx context.Context, res *result) error {
 		return err
 	}
 	res.Pods = r.w.podCount() - r.notCounted
+	res.JobEvents = r.w.jobEventsBetween(r.counted, time.Now())
 	r.deltas(res, before, after)
 	return nil
 }
@@ -475,7 +484,9 @@ func (r *runner) createSmallJobs(ctx context.Context, res *result) (time.Time, e
 // smallJobsDone records when the Jobs created from start were all done and
 // how soon their first pods came.
 func (r *runner) smallJobsDone(res *result, start time.Time) {
-	res.Seconds = r.w.lastDone(r.ns).Sub(start).Seconds()
+	last := r.w.lastDone(r.ns)
+	res.Seconds = last.Sub(start).Seconds()
+	res.JobEventsAtDone = r.w.jobEventsBetween(r.counted, last)
 	lat := r.w.firstPodLatencies(r.ns)
 	res.FirstPodP50, res.FirstPodP99, res.FirstPodMax = quantile(lat, 0.50), quantile(lat, 0.99), quantile(lat, 1)
 }
@@ -761,6 +772,8 @@ type watcher struct {
 	podCreated   map[types.UID]time.Time
 	podBound     map[types.UID]time.Time
 	podSucceeded map[types.UID]time.Time
+	// jobEvents are when events about Jobs were seen created or updated.
+	jobEvents []time.Time
 }
 
 func newWatcher(client kubernetes.Interface, namespaces []string, stop chan struct{}) (*watcher, error) {
@@ -775,6 +788,7 @@ func newWatcher(client kubernetes.Interface, namespaces []string, stop chan stru
 		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
 		jobs := factory.Batch().V1().Jobs().Informer()
 		pods := factory.Core().V1().Pods().Informer()
+		events := factory.Core().V1().Events().Informer()
 		if _, err := jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { w.job(obj.(*batchv1.Job), true) },
 			UpdateFunc: func(_, obj any) { w.job(obj.(*batchv1.Job), false) },
@@ -784,6 +798,12 @@ func newWatcher(client kubernetes.Interface, namespaces []string, stop chan stru
 		if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { w.pod(obj.(*corev1.Pod)) },
 			UpdateFunc: func(_, obj any) { w.pod(obj.(*corev1.Pod)) },
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := events.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { w.event(obj.(*corev1.Event)) },
+			UpdateFunc: func(_, obj any) { w.event(obj.(*corev1.Event)) },
 		}); err != nil {
 			return nil, err
 		}
@@ -845,6 +865,30 @@ func (w *watcher) pod(pod *corev1.Pod) {
 		w.pods[ref.UID]++
 	}
 	w.notify()
+}
+
+func (w *watcher) event(ev *corev1.Event) {
+	if ev.InvolvedObject.Kind != "Job" {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.jobEvents = append(w.jobEvents, now)
+}
+
+// jobEventsBetween is the number of events about Jobs seen created or
+// updated from one time to another.
+func (w *watcher) jobEventsBetween(from, to time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, t := range w.jobEvents {
+		if !t.Before(from) && !t.After(to) {
+			n++
+		}
+	}
+	return n
 }
 
 func (w *watcher) notify() {
