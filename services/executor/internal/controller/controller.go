@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	batchv1listers "k8s.io/client-go/listers/batch/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -184,7 +183,7 @@ func (c *Controller) Jobs() batchv1listers.JobLister { return c.jobs }
 // worker has given back the item in hand.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
-	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Client.CoreV1().Events("")})
+	c.events.StartRecordingToSink(eventSink{c.cfg.Client.CoreV1().Events("")})
 	defer c.events.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return errors.New("the Job and pod caches did not sync")

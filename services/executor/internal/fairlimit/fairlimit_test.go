@@ -296,6 +296,23 @@ func TestTokensAreSharedByNamespaceThenByJob(t *testing.T) {
 			},
 		},
 		{
+			// As the reference's one event-writing goroutine among busy
+			// workers: events trail a burst instead of halving its rate.
+			name:   "EventsAreServedOnceInNineTokensWhileOthersWait",
+			groups: [][]waiters{busy("a", 5, 8), {{lane: EventsLane, count: 10}}},
+			check: func(t *testing.T, grants []string) {
+				at := positions(grants, EventsLane)
+				// Grants are recorded as their waiters wake: one place
+				// either way is the scheduler's.
+				if n := len(positions(grants[:4*(eventsEvery+1)], EventsLane)); len(at) != 10 || n < 3 || n > 5 {
+					t.Errorf("events granted at %v of %d (%d in the first %d); want one in %d while the Jobs wait", at, len(grants), n, 4*(eventsEvery+1), eventsEvery+1)
+				}
+				if last := at[len(at)-1]; last != len(grants)-1 {
+					t.Errorf("the last event at %d of %d: the events left once the Jobs were served should take every token", last, len(grants))
+				}
+			},
+		},
+		{
 			name:   "JobsOfANamespaceTakeTurns",
 			groups: [][]waiters{{{lane: "a/big", count: 10}}, {{lane: "a/small", count: 2}}},
 			check: func(t *testing.T, grants []string) {
@@ -337,7 +354,7 @@ func TestTokensAreSharedByNamespaceThenByJob(t *testing.T) {
 func queuedTotal(l *Limiter) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
+	n := len(l.events)
 	for _, lane := range l.lanes {
 		n += len(lane)
 	}
