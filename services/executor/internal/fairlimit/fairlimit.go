@@ -77,15 +77,15 @@ type Limiter struct {
 	mu sync.Mutex
 	// lanes holds the waiters of each lane, oldest first; turns is the
 	// order lanes with waiters are served in.
-	lanes   map[string][]chan struct{}
-	turns   *fairqueue.Order
+	lanes map[string][]chan struct{}
+	turns *fairqueue.Order
 	// events are the waiters of EventsLane, oldest first; sinceEvents
 	// counts the tokens given to other lanes since it was last served.
 	events      []chan struct{}
 	sinceEvents int
-	pending chan struct{} // signalled when a waiter arrives
-	stop    chan struct{}
-	once    sync.Once
+	pending     chan struct{} // signalled when a waiter arrives
+	stop        chan struct{}
+	once        sync.Once
 }
 
 var _ flowcontrol.RateLimiter = (*Limiter)(nil)
