@@ -28,7 +28,7 @@
 #
 #   hack/bench-executor.sh                 # the full measurement (about 30 minutes on 2 cores)
 #   SIZE=200 QPS_PAIRS=200/300 NODES=3 hack/bench-executor.sh    # a quick run (2 minutes)
-#   SCENARIOS=tenants QPS_PAIRS=20/30 hack/bench-executor.sh       # issue 19's tenants (about 10 minutes)
+#   SCENARIOS=tenants QPS_PAIRS=20/30 hack/bench-executor.sh       # issue 19's tenants (about 7 minutes)
 #
 # Environment (defaults):
 #   QPS_PAIRS="20/30 200/300"   the controllers' client QPS/burst pairs
