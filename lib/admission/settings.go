@@ -36,12 +36,12 @@ type Settings struct {
 	SystemUsers []string
 }
 
-// DefaultSettings: 32 calls in flight a level, memory from GOMEMLIMIT, 16
+// DefaultSettings: 8 calls in flight a level, memory from GOMEMLIMIT, 16
 // bytes of memory a byte received (a 10,000-pod PlanSync of 3.3 MB took
 // about 50 MB while planned), 5 s of queue, 64 queued calls and 16 streams
 // a caller.
 func DefaultSettings() Settings {
-	return Settings{Seats: 32, Expansion: 16, QueueLength: 64, MaxQueueWait: 5 * time.Second, StreamsPerCaller: 16}
+	return Settings{Seats: 8, Expansion: 16, QueueLength: 64, MaxQueueWait: 5 * time.Second, StreamsPerCaller: 16}
 }
 
 // RegisterFlags binds the settings to fs.

@@ -18,7 +18,7 @@ func TestSettingsFromFlags(t *testing.T) {
 		t.Errorf("system users %q", s.SystemUsers)
 	}
 	cfg := s.Config()
-	if cfg.Levels[System].Bytes != 500 || cfg.Levels[Workload].Bytes != 500 || cfg.Levels[Workload].Seats != 32 {
+	if cfg.Levels[System].Bytes != 500 || cfg.Levels[Workload].Bytes != 500 || cfg.Levels[Workload].Seats != 8 {
 		t.Errorf("levels %+v", cfg.Levels)
 	}
 	if err := s.Validate(); err != nil {
