@@ -530,7 +530,7 @@ func (r *runner) tenantAlone(ctx context.Context, res *result) error {
 		return err
 	}
 	if failed := r.w.failedJobs(); failed > 0 {
-		return errors.New("B's Job alone failed")
+		return errors.New("namespace B's Job, alone, failed")
 	}
 	log.Printf("%s: B's Job alone Complete in %.1fs", r.o.variant, res.AloneSecs)
 	return nil
