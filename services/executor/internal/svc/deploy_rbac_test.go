@@ -88,8 +88,12 @@ func TestTheExecutorsRolesAreExactlyWhatItUses(t *testing.T) {
 			_, err := carol.SubmitJob(ctx, &jobplanev1.SubmitJobRequest{Job: contractJob(t, "team-a", "carols")})
 			return err
 		}},
-		{"WatchJobs", func(ctx context.Context) error {
-			stream, err := s.api.WatchJobs(as(aliceToken), &jobplanev1.WatchJobsRequest{Namespace: "team-a"})
+		{"WatchJobs", func(context.Context) error {
+			// Closed once it answered: a caller keeps at most so many
+			// streams open (-max-streams-per-caller).
+			ctx, cancel := context.WithCancel(as(aliceToken))
+			defer cancel()
+			stream, err := s.api.WatchJobs(ctx, &jobplanev1.WatchJobsRequest{Namespace: "team-a"})
 			if err == nil {
 				_, err = stream.Recv()
 			}
