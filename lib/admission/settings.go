@@ -15,6 +15,10 @@ type Settings struct {
 	// Seats bounds the calls in flight of each priority level (flag
 	// -max-inflight-calls).
 	Seats int
+	// WorkloadSeats bounds the workload level's alone; 0 is Seats (flag
+	// -max-inflight-workload-calls). A service whose calls are CPU-bound
+	// keeps a core for the system level with it.
+	WorkloadSeats int
 	// Bytes is the memory the requests in flight may take, split evenly
 	// between the two levels (flag -max-inflight-bytes; 0 derives it from
 	// the process's memory limit, GOMEMLIMIT).
@@ -47,6 +51,7 @@ func DefaultSettings() Settings {
 // RegisterFlags binds the settings to fs.
 func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.Seats, "max-inflight-calls", s.Seats, "calls served at once in each priority level (system, workload); more wait in a fair queue per caller")
+	fs.IntVar(&s.WorkloadSeats, "max-inflight-workload-calls", s.WorkloadSeats, "calls of the workload priority level (every caller but -system-users) served at once; 0: as many as -max-inflight-calls")
 	fs.Int64Var(&s.Bytes, "max-inflight-bytes", s.Bytes, "memory the requests in flight may take, half for each priority level; 0: half of the memory limit (GOMEMLIMIT), or 1 GiB without one")
 	fs.Int64Var(&s.Expansion, "request-memory-per-byte", s.Expansion, "memory one byte of a request costs once decoded, charged against max-inflight-bytes")
 	fs.IntVar(&s.QueueLength, "max-queued-calls-per-caller", s.QueueLength, "calls one caller may have waiting in a priority level; more are refused with RESOURCE_EXHAUSTED")
@@ -77,6 +82,9 @@ func (s Settings) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %d", v.name, v.value))
 		}
 	}
+	if s.WorkloadSeats < 0 {
+		errs = append(errs, fmt.Errorf("max-inflight-workload-calls must not be negative, got %d", s.WorkloadSeats))
+	}
 	if s.Bytes < 0 {
 		errs = append(errs, fmt.Errorf("max-inflight-bytes must not be negative, got %d", s.Bytes))
 	}
@@ -90,8 +98,12 @@ func (s Settings) Validate() error {
 func (s Settings) Config() Config {
 	perLevel := s.TotalBytes() / 2
 	level := LevelConfig{Seats: s.Seats, Bytes: perLevel, StreamsPerFlow: s.StreamsPerCaller}
+	workload := level
+	if s.WorkloadSeats > 0 {
+		workload.Seats = s.WorkloadSeats
+	}
 	return Config{
-		Levels:       map[string]LevelConfig{System: level, Workload: level},
+		Levels:       map[string]LevelConfig{System: level, Workload: workload},
 		QueueLength:  s.QueueLength,
 		MaxQueueWait: s.MaxQueueWait,
 		Expansion:    s.Expansion,

@@ -30,6 +30,12 @@ type Config struct {
 	MaxRecvMsgBytes int
 	// MaxSendMsgBytes bounds a sent message (flag -max-send-msg-bytes).
 	MaxSendMsgBytes int
+	// StreamWindowBytes is each call's HTTP/2 flow-control window: what the
+	// transport buffers of a request not read yet, such as a call waiting
+	// for admission. Fixed, it turns off grpc-go's window growth, which on a
+	// fast link let every queued call buffer megabytes (flag
+	// -stream-window-bytes).
+	StreamWindowBytes int
 	// KeepaliveMinTime: clients pinging more often than this are disconnected
 	// (flag -keepalive-min-time).
 	KeepaliveMinTime time.Duration
@@ -89,6 +95,7 @@ func Defaults(addr, metricsAddr string) Config {
 		MetricsAddr:       metricsAddr,
 		MaxRecvMsgBytes:   64 << 20,
 		MaxSendMsgBytes:   64 << 20,
+		StreamWindowBytes: 256 << 10,
 		KeepaliveMinTime:  10 * time.Second,
 		KeepaliveTime:     2 * time.Minute,
 		KeepaliveTimeout:  20 * time.Second,
@@ -108,6 +115,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "HTTP address (HTTPS with -tls-cert-file) of /metrics, for callers allowed get on it, and of /healthz and /readyz, for anyone; empty disables")
 	fs.IntVar(&c.MaxRecvMsgBytes, "max-recv-msg-bytes", c.MaxRecvMsgBytes, "largest message received, in bytes")
 	fs.IntVar(&c.MaxSendMsgBytes, "max-send-msg-bytes", c.MaxSendMsgBytes, "largest message sent, in bytes")
+	fs.IntVar(&c.StreamWindowBytes, "stream-window-bytes", c.StreamWindowBytes, "HTTP/2 flow-control window of each call: the most the server buffers of a request it has not read (a call waiting its turn), at least 65535")
 	fs.DurationVar(&c.KeepaliveMinTime, "keepalive-min-time", c.KeepaliveMinTime, "clients pinging more often are disconnected")
 	fs.DurationVar(&c.KeepaliveTime, "keepalive-time", c.KeepaliveTime, "ping connections idle this long")
 	fs.DurationVar(&c.KeepaliveTimeout, "keepalive-timeout", c.KeepaliveTimeout, "close connections not answering a ping within this")
@@ -161,6 +169,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRecvMsgBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max-recv-msg-bytes must be positive, got %d", c.MaxRecvMsgBytes))
+	}
+	if c.StreamWindowBytes < 65535 || c.StreamWindowBytes > 64<<20 {
+		errs = append(errs, fmt.Errorf("stream-window-bytes must be from 65535 (HTTP/2's initial window) to 64 MiB, got %d", c.StreamWindowBytes))
 	}
 	if c.MaxSendMsgBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max-send-msg-bytes must be positive, got %d", c.MaxSendMsgBytes))

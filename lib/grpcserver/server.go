@@ -178,6 +178,8 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes),
+		grpc.InitialWindowSize(int32(cfg.StreamWindowBytes)),
+		grpc.InitialConnWindowSize(int32(16*cfg.StreamWindowBytes)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             cfg.KeepaliveMinTime,
 			PermitWithoutStream: true,

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"runtime"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
@@ -14,9 +15,13 @@ import (
 
 func main() {
 	cfg := svc.Config{StreamSnapshotMaxPods: svc.DefaultStreamSnapshotMaxPods}
+	server := grpcserver.Defaults("127.0.0.1:50051", "127.0.0.1:9091")
+	// Planning is CPU-bound: outside callers get every core but one, so
+	// the executor's plans (the system level) always find one.
+	server.Admission.WorkloadSeats = max(1, runtime.GOMAXPROCS(0)-1)
 	grpcserver.Command{
 		Name:   "planner",
-		Server: grpcserver.Defaults("127.0.0.1:50051", "127.0.0.1:9091"),
+		Server: server,
 		Flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&cfg.StreamSnapshotMaxPods, "stream-snapshot-max-pods", cfg.StreamSnapshotMaxPods,
 				"the most pods of the snapshots StreamPlanSync keeps, over all streams, as bases of deltas, each Job counting as one pod more; the least recently used are evicted (0: none kept, every delta is answered FAILED_PRECONDITION)")
