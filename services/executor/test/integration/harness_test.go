@@ -5,6 +5,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -183,15 +185,18 @@ func finishPods(t *testing.T, client kubernetes.Interface, ns string) {
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		now := metav1.Now()
-		pod.Status.Phase = corev1.PodSucceeded
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{
-			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, StartedAt: now, FinishedAt: now},
-		}}}
-		if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		if _, err := succeed(ctx, client, ns, pod.Name); err != nil {
 			t.Logf("finishing pod %s: %v", pod.Name, err)
 		}
 	}
+}
+
+// succeed plays the kubelet for one pod: it patches the status to Succeeded
+// with a terminated container, without a resourceVersion precondition.
+func succeed(ctx context.Context, client kubernetes.Interface, ns, name string) (*corev1.Pod, error) {
+	at := metav1.Now().UTC().Format(time.RFC3339)
+	patch := fmt.Sprintf(`{"status":{"phase":"Succeeded","containerStatuses":[{"name":"main","image":"","imageID":"","ready":false,"restartCount":0,"state":{"terminated":{"exitCode":0,"startedAt":%q,"finishedAt":%q}}}]}}`, at, at)
+	return client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
 }
 
 // waitFor polls cond every 100ms until it holds or timeout passes.
