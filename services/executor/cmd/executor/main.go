@@ -41,7 +41,9 @@ type config struct {
 	qps              float64
 	burst            int
 	namespaceWeights fairqueue.Weights
-	lease            leader.Flags
+	// weightAnnotations says whether namespaces' annotations set weights.
+	weightAnnotations bool
+	lease             leader.Flags
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
@@ -54,6 +56,7 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.qps, "kube-api-qps", 20, "Kubernetes API requests per second, shared fairly between namespaces, then Jobs")
 	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
 	fs.Var(&c.namespaceWeights, "namespace-weights", "namespaces' shares of the workers' turns and of the Kubernetes API budget, as team-a=4,team-b=2 (weights 1 to 1000); a namespace not listed has weight 1")
+	fs.BoolVar(&c.weightAnnotations, "namespace-weight-annotations", true, "a namespace's annotation "+fairqueue.WeightAnnotation+" (1 to 1000) sets its weight, over -namespace-weights; needs list and watch on namespaces")
 	c.lease.Register(fs, "jobplane-executor")
 }
 
@@ -107,7 +110,8 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	configureClient(restCfg, cfg)
+	shares := fairqueue.NewNamespaceShares(cfg.namespaceWeights, log)
+	configureClient(restCfg, cfg, shares)
 	restCfg.Wrap(metrics.Transport)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -119,10 +123,15 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	}
 	planner := plannerclient.New(conn)
 	factory := informers.NewSharedInformerFactory(client, 0)
+	if cfg.weightAnnotations {
+		if err := shares.Watch(factory.Core().V1().Namespaces().Informer()); err != nil {
+			return fmt.Errorf("watching the namespaces' weights: %w", err)
+		}
+	}
 	ctrl, err := controller.New(controller.Config{
 		Client: client, Informers: factory, Planner: planner,
 		ManagedBy: cfg.managedBy, Finalizer: cfg.finalizer, Log: log, Metrics: metrics,
-		NamespaceWeights: cfg.namespaceWeights,
+		NamespaceWeights: shares,
 	})
 	if err != nil {
 		return err
@@ -194,10 +203,10 @@ func plannerConn(cfg config) (*grpc.ClientConn, error) {
 
 // configureClient sets the executor's identity and API budget on restCfg. No
 // client timeout: it would cut the informers' watches too.
-func configureClient(restCfg *rest.Config, cfg config) {
+func configureClient(restCfg *rest.Config, cfg config, shares fairqueue.Shares) {
 	restCfg.UserAgent = "jobplane-executor"
 	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
-	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst, cfg.namespaceWeights)
+	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst, shares)
 }
 
 // runner is the controller with its leadership, as the gRPC service sees it.

@@ -78,8 +78,9 @@ type Config struct {
 	Clock     clock.WithTicker
 	Log       *slog.Logger
 	Metrics   *Metrics
-	// NamespaceWeights are the namespaces' shares of the workers' turns.
-	NamespaceWeights fairqueue.Weights
+	// NamespaceWeights are the namespaces' shares of the workers' turns;
+	// nil: all equal.
+	NamespaceWeights fairqueue.Shares
 }
 
 // Controller runs jobplane's Jobs.

@@ -93,7 +93,7 @@ var _ flowcontrol.RateLimiter = (*Limiter)(nil)
 // New returns a limiter of qps requests per second with bursts of burst,
 // shared between namespaces by weights, and starts its dispatcher (ended by
 // Stop).
-func New(qps float32, burst int, weights fairqueue.Weights) *Limiter {
+func New(qps float32, burst int, weights fairqueue.Shares) *Limiter {
 	l := &Limiter{
 		bucket:  rate.NewLimiter(rate.Limit(qps), burst),
 		qps:     qps,

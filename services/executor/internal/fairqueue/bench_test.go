@@ -2,6 +2,8 @@ package fairqueue
 
 import (
 	"fmt"
+	"log/slog"
+	"strconv"
 	"testing"
 
 	"k8s.io/client-go/util/workqueue"
@@ -11,7 +13,8 @@ import (
 // the controller builds them (rate-limiting, delaying): 10,000 keys over 1,000
 // namespaces stay queued, and one op is a worker's cycle, Get, Done and the
 // key's Add again (its pods' events requeue it). fairqueue has two namespaces
-// weighted, fairqueue-weighted all of them.
+// weighted, fairqueue-weighted all of them, fairqueue-annotated all of them
+// by their annotations.
 //
 //	go test -run '^$' -bench BenchmarkQueue -count 5 ./services/executor/internal/fairqueue/
 func BenchmarkQueue(b *testing.B) {
@@ -37,6 +40,15 @@ func BenchmarkQueue(b *testing.B) {
 		// Every namespace weighted 1 to 10: passes spread over many buckets.
 		{name: "fairqueue-weighted", new: func() workqueue.TypedRateLimitingInterface[string] {
 			return New(newRateLimiter(), Config{Weights: weighted})
+		}},
+		// The same weights from the namespaces' annotations, as the
+		// executor reads them by default.
+		{name: "fairqueue-annotated", new: func() workqueue.TypedRateLimitingInterface[string] {
+			shares := NewNamespaceShares(nil, slog.New(slog.DiscardHandler))
+			for ns, w := range weighted {
+				shares.set(namespaceWith(ns, map[string]string{WeightAnnotation: strconv.Itoa(w)}))
+			}
+			return New(newRateLimiter(), Config{Weights: shares})
 		}},
 	} {
 		b.Run(impl.name, func(b *testing.B) {

@@ -20,7 +20,9 @@ const turn = 1 << 32
 // concurrent use: its user serialises calls (client-go's queue calls it under
 // its lock).
 type Order struct {
-	weights Weights
+	weights Shares
+	// version is the weights' version the strides were computed at.
+	version uint64
 	// tenants holds the namespaces with queued keys, and idle ones whose pass
 	// is still ahead of the virtual time (dropped once it is not: coming back
 	// at the virtual time is the same as coming back at their pass).
@@ -45,9 +47,11 @@ type Order struct {
 
 // tenant is one namespace's place in the order.
 type tenant struct {
+	namespace string
 	// keys are the namespace's queued keys, oldest first.
 	keys []string
-	// pass is the virtual time of the namespace's next turn.
+	// pass is the virtual time of the namespace's next turn; stride what
+	// a turn costs it.
 	pass   uint64
 	stride uint64
 	// waiting says the tenant is in the bucket of its pass.
@@ -65,9 +69,13 @@ type bucket struct {
 
 var _ workqueue.Queue[string] = (*Order)(nil)
 
-// NewOrder returns an empty order with the namespaces' weights.
-func NewOrder(weights Weights) *Order {
-	return &Order{weights: weights, tenants: map[string]*tenant{}, buckets: map[uint64]*bucket{}}
+// NewOrder returns an empty order with the namespaces' weights (nil: all
+// equal).
+func NewOrder(weights Shares) *Order {
+	if weights == nil {
+		weights = Weights(nil)
+	}
+	return &Order{weights: weights, version: weights.Version(), tenants: map[string]*tenant{}, buckets: map[uint64]*bucket{}}
 }
 
 // NamespaceOf is the namespace of a key "namespace/name": what is before the
@@ -85,7 +93,7 @@ func (o *Order) Push(key string) {
 	ns := NamespaceOf(key)
 	t := o.tenants[ns]
 	if t == nil {
-		t = &tenant{pass: o.vtime, stride: turn / uint64(o.weights.Of(ns))}
+		t = &tenant{namespace: ns, pass: o.vtime, stride: o.strideOf(ns)}
 		o.tenants[ns] = t
 		o.idle++
 	}
@@ -118,6 +126,7 @@ func (o *Order) Pop() string {
 	t.keys = t.keys[1:]
 	o.queued--
 	o.vtime = t.pass
+	o.followWeights()
 	t.pass += t.stride
 	if len(t.keys) > 0 {
 		o.wait(t)
@@ -162,6 +171,22 @@ func (o *Order) Len() int { return o.queued }
 // Touch keeps a key added again while queued where it is, as client-go's
 // queue does.
 func (o *Order) Touch(string) {}
+
+// strideOf is what a turn costs namespace ns.
+func (o *Order) strideOf(ns string) uint64 { return turn / uint64(o.weights.Of(ns)) }
+
+// followWeights computes the strides again when the weights changed (an
+// annotation on a namespace): a change applies from the next turn.
+func (o *Order) followWeights() {
+	v := o.weights.Version()
+	if v == o.version {
+		return
+	}
+	o.version = v
+	for ns, t := range o.tenants {
+		t.stride = o.strideOf(ns)
+	}
+}
 
 // wait puts t at the back of the bucket of its pass.
 func (o *Order) wait(t *tenant) {

@@ -50,8 +50,8 @@ type Config struct {
 	MetricsProvider workqueue.MetricsProvider
 	// Clock drives delays; nil is the real clock.
 	Clock clock.WithTicker
-	// Weights are the namespaces' shares of turns.
-	Weights Weights
+	// Weights are the namespaces' shares of turns; nil: all equal.
+	Weights Shares
 }
 
 // New returns a rate-limiting work queue of "namespace/name" keys, fair

@@ -14,6 +14,13 @@ import (
 // MaxWeight is the largest weight a namespace may have.
 const MaxWeight = 1000
 
+// Shares are the namespaces' weights: Of(ns) is from 1 to MaxWeight.
+// Version changes whenever a weight does.
+type Shares interface {
+	Of(ns string) int
+	Version() uint64
+}
+
 // Weights are the namespaces' shares of turns, by namespace: while both have
 // work, a namespace of weight 4 gets four turns for each turn of one of
 // weight 1. A namespace not listed has weight 1. As a flag.Value its form is
@@ -27,6 +34,9 @@ func (w Weights) Of(ns string) int {
 	}
 	return 1
 }
+
+// Version is 0: the weights of a flag never change.
+func (Weights) Version() uint64 { return 0 }
 
 // String is the flag form, namespaces in order.
 func (w Weights) String() string {
@@ -55,9 +65,9 @@ func (w *Weights) Set(s string) error {
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("%q: namespace %q: %s", entry, ns, strings.Join(msgs, "; ")))
 		}
-		n, err := strconv.Atoi(value)
-		if err != nil || n < 1 || n > MaxWeight {
-			errs = append(errs, fmt.Errorf("%q: weight must be an integer from 1 to %d", entry, MaxWeight))
+		n, err := ParseWeight(value)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%q: %w", entry, err))
 		}
 		if _, dup := parsed[ns]; dup {
 			errs = append(errs, fmt.Errorf("%q: namespace %s given twice", entry, ns))

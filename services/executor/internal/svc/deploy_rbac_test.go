@@ -109,6 +109,8 @@ func TestTheExecutorsRolesAreExactlyWhatItUses(t *testing.T) {
 		// The informers: Jobs and pods of every namespace.
 		{"list and watch Jobs", func(ctx context.Context) error { return listAndWatch(ctx, executor, "jobs") }},
 		{"list and watch pods", func(ctx context.Context) error { return listAndWatch(ctx, executor, "pods") }},
+		// The namespaces' weights (-namespace-weight-annotations).
+		{"list and watch namespaces", func(ctx context.Context) error { return listAndWatch(ctx, executor, "namespaces") }},
 		// The plan's actions.
 		{"create a pod", func(ctx context.Context) error {
 			_, err := executor.CoreV1().Pods("team-a").Create(ctx, pod, metav1.CreateOptions{DryRun: dryRun})
@@ -200,6 +202,17 @@ func listAndWatch(ctx context.Context, client kubernetes.Interface, resource str
 		}
 		rv = list.ResourceVersion
 		w, err := client.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: rv, TimeoutSeconds: ptr.To[int64](1)})
+		if err != nil {
+			return err
+		}
+		w.Stop()
+	case "namespaces":
+		list, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return err
+		}
+		rv = list.ResourceVersion
+		w, err := client.CoreV1().Namespaces().Watch(ctx, metav1.ListOptions{ResourceVersion: rv, TimeoutSeconds: ptr.To[int64](1)})
 		if err != nil {
 			return err
 		}
