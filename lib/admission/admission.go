@@ -45,8 +45,10 @@ type LevelConfig struct {
 	// Bytes bounds the request bytes being decoded and held (wire size
 	// times the expansion factor).
 	Bytes int64
-	// StreamsPerFlow bounds the long-lived streams one caller keeps open.
+	// StreamsPerFlow bounds the long-lived streams one caller keeps open,
+	// Streams those of all callers.
 	StreamsPerFlow int
+	Streams        int
 }
 
 // Config is the admission of one server.
@@ -76,6 +78,8 @@ type level struct {
 
 	mu      sync.Mutex
 	streams map[string]int
+	// openStreams is the sum of streams.
+	openStreams int
 }
 
 // New builds a controller; reg, when not nil, gets its metrics.
@@ -124,13 +128,20 @@ func (c *Controller) Admit(ctx context.Context, levelName, flow string) (*Ticket
 func (c *Controller) OpenStream(levelName, flow string) (*Ticket, error) {
 	l := c.level(levelName)
 	l.mu.Lock()
-	if l.streams[flow] >= l.cfg.StreamsPerFlow {
+	var refusal string
+	switch {
+	case l.streams[flow] >= l.cfg.StreamsPerFlow:
+		refusal = fmt.Sprintf("the caller has %d streams open, the most allowed on priority level %q", l.cfg.StreamsPerFlow, l.name)
+	case l.openStreams >= l.cfg.Streams:
+		refusal = fmt.Sprintf("%d streams are open on priority level %q, the most allowed", l.cfg.Streams, l.name)
+	}
+	if refusal != "" {
 		l.mu.Unlock()
 		c.metrics.rejected.WithLabelValues(l.name, "streams").Inc()
-		return nil, exhausted(fmt.Sprintf("the caller has %d streams open, the most allowed on priority level %q", l.cfg.StreamsPerFlow, l.name),
-			"TOO_MANY_STREAMS", l.name, c.cfg.MaxQueueWait)
+		return nil, exhausted(refusal, "TOO_MANY_STREAMS", l.name, c.cfg.MaxQueueWait)
 	}
 	l.streams[flow]++
+	l.openStreams++
 	l.mu.Unlock()
 	c.metrics.admitted.WithLabelValues(l.name).Inc()
 	c.metrics.inUse.WithLabelValues(l.name, "streams").Inc()
@@ -177,6 +188,7 @@ func (t *Ticket) Release() {
 			if l.streams[t.flow]--; l.streams[t.flow] <= 0 {
 				delete(l.streams, t.flow)
 			}
+			l.openStreams--
 			l.mu.Unlock()
 			t.c.metrics.inUse.WithLabelValues(l.name, "streams").Dec()
 			return

@@ -18,8 +18,8 @@ import (
 func testController(seats int, bytes int64) *Controller {
 	return New(Config{
 		Levels: map[string]LevelConfig{
-			System:   {Seats: seats, Bytes: bytes, StreamsPerFlow: 2},
-			Workload: {Seats: seats, Bytes: bytes, StreamsPerFlow: 2},
+			System:   {Seats: seats, Bytes: bytes, StreamsPerFlow: 2, Streams: 100},
+			Workload: {Seats: seats, Bytes: bytes, StreamsPerFlow: 2, Streams: 100},
 		},
 		QueueLength:  100,
 		MaxQueueWait: 5 * time.Second,
@@ -123,7 +123,7 @@ func retryDelay(err error) (time.Duration, bool) {
 
 func TestShedCallsAreResourceExhaustedWithRetryInfo(t *testing.T) {
 	c := New(Config{
-		Levels:       map[string]LevelConfig{Workload: {Seats: 1, Bytes: 1000, StreamsPerFlow: 1}},
+		Levels:       map[string]LevelConfig{Workload: {Seats: 1, Bytes: 1000, StreamsPerFlow: 1, Streams: 2}},
 		QueueLength:  1,
 		MaxQueueWait: 50 * time.Millisecond,
 		Expansion:    10,
@@ -187,6 +187,10 @@ func TestShedCallsAreResourceExhaustedWithRetryInfo(t *testing.T) {
 		other, err := c.OpenStream(Workload, "b")
 		if err != nil {
 			t.Fatalf("another caller's stream: %v", err)
+		}
+		// Two streams open, the level's most: a third caller waits for one.
+		if _, err := c.OpenStream(Workload, "c"); status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "2 streams are open") {
+			t.Fatalf("a third caller's stream beyond the level's 2: %v, want ResourceExhausted naming the limit", err)
 		}
 		other.Release()
 		s.Release()

@@ -34,6 +34,9 @@ type Settings struct {
 	// StreamsPerCaller bounds the long-lived streams a caller keeps open in
 	// a level (flag -max-streams-per-caller).
 	StreamsPerCaller int
+	// Streams bounds the long-lived streams of all callers in a level
+	// (flag -max-streams).
+	Streams int
 	// SystemUsers are the identities of the services' own calls, served at
 	// the system level (flag -system-users, comma-separated user names such
 	// as system:serviceaccount:jobplane:executor).
@@ -43,9 +46,9 @@ type Settings struct {
 // DefaultSettings: 8 calls in flight a level, memory from GOMEMLIMIT, 16
 // bytes of memory a byte received (a 10,000-pod PlanSync of 3.3 MB took
 // about 50 MB while planned), 5 s of queue, 64 queued calls and 16 streams
-// a caller.
+// a caller, 128 streams a level.
 func DefaultSettings() Settings {
-	return Settings{Seats: 8, Expansion: 16, QueueLength: 64, MaxQueueWait: 5 * time.Second, StreamsPerCaller: 16}
+	return Settings{Seats: 8, Expansion: 16, QueueLength: 64, MaxQueueWait: 5 * time.Second, StreamsPerCaller: 16, Streams: 128}
 }
 
 // RegisterFlags binds the settings to fs.
@@ -57,6 +60,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.QueueLength, "max-queued-calls-per-caller", s.QueueLength, "calls one caller may have waiting in a priority level; more are refused with RESOURCE_EXHAUSTED")
 	fs.DurationVar(&s.MaxQueueWait, "max-queue-wait", s.MaxQueueWait, "longest a call waits for its turn before RESOURCE_EXHAUSTED with RetryInfo")
 	fs.IntVar(&s.StreamsPerCaller, "max-streams-per-caller", s.StreamsPerCaller, "long-lived streams one caller may keep open in a priority level")
+	fs.IntVar(&s.Streams, "max-streams", s.Streams, "long-lived streams all callers together may keep open in a priority level")
 	fs.Func("system-users", "comma-separated identities served at the system priority level, apart from every other caller (the executor's for the planner, cron's for the executor)", func(v string) error {
 		s.SystemUsers = nil
 		for _, u := range strings.Split(v, ",") {
@@ -77,6 +81,7 @@ func (s Settings) Validate() error {
 	}{
 		{"max-inflight-calls", int64(s.Seats)}, {"request-memory-per-byte", s.Expansion},
 		{"max-queued-calls-per-caller", int64(s.QueueLength)}, {"max-streams-per-caller", int64(s.StreamsPerCaller)},
+		{"max-streams", int64(s.Streams)},
 	} {
 		if v.value <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %d", v.name, v.value))
@@ -97,7 +102,7 @@ func (s Settings) Validate() error {
 // Config is the controller's configuration from the settings.
 func (s Settings) Config() Config {
 	perLevel := s.TotalBytes() / 2
-	level := LevelConfig{Seats: s.Seats, Bytes: perLevel, StreamsPerFlow: s.StreamsPerCaller}
+	level := LevelConfig{Seats: s.Seats, Bytes: perLevel, StreamsPerFlow: s.StreamsPerCaller, Streams: s.Streams}
 	workload := level
 	if s.WorkloadSeats > 0 {
 		workload.Seats = s.WorkloadSeats
@@ -108,6 +113,12 @@ func (s Settings) Config() Config {
 		MaxQueueWait: s.MaxQueueWait,
 		Expansion:    s.Expansion,
 	}
+}
+
+// LargestRequest is the largest request a level can ever take: its bytes
+// budget over the expansion factor, and at most 64 MiB.
+func (s Settings) LargestRequest() int {
+	return int(min(64<<20, s.TotalBytes()/2/max(s.Expansion, 1)))
 }
 
 // TotalBytes is the memory budget of the requests in flight: Bytes, or half

@@ -38,3 +38,17 @@ func TestTheBytesBudgetFollowsGOMEMLIMIT(t *testing.T) {
 		t.Errorf("budget %d, want half of 1 GiB", got)
 	}
 }
+
+// The largest request a server receives is what a level's bytes budget can
+// take: larger ones would be refused once received anyway.
+func TestTheLargestRequestIsWhatALevelCanTake(t *testing.T) {
+	s := DefaultSettings()
+	s.Bytes = 320 << 20 // 160 MiB a level, 16 bytes a byte: 10 MiB
+	if got := s.LargestRequest(); got != 10<<20 {
+		t.Errorf("largest request %d, want 10 MiB", got)
+	}
+	s.Bytes = 1 << 40
+	if got := s.LargestRequest(); got != 64<<20 {
+		t.Errorf("largest request %d, want at most 64 MiB", got)
+	}
+}

@@ -177,17 +177,31 @@ func TestShedCallsAreResourceExhausted(t *testing.T) {
 		}
 	})
 	t.Run("a request that can never fit", func(t *testing.T) {
-		srv, _ := admissionServer(t, func(c *grpcserver.Config) {
-			c.Admission.Bytes = 2 << 10 // 1 KiB a level
-			c.Admission.Expansion = 16
-		}, "big")
-		req := &jobplanev1.ValidateJobRequest{Job: &jobplanev1.Job{Metadata: &jobplanev1.ObjectMeta{Name: strings.Repeat("x", 200)}}}
-		err := validate(srv, "big", req)
-		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "1024") {
-			t.Fatalf("got %v, want ResourceExhausted naming the limit", err)
-		}
-		if _, ok := retryDelay(err); ok {
-			t.Error("RetryInfo on a request that can never fit")
+		for _, tc := range []struct {
+			name, limit string
+			maxRecv     int
+		}{
+			// By default the server receives no message larger than a
+			// level can take (1 KiB / 16): refused as it arrives.
+			{name: "by default", limit: "64"},
+			// A larger -max-recv-msg-bytes: refused when charged.
+			{name: "received, then charged", limit: "1024", maxRecv: 1 << 20},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				srv, _ := admissionServer(t, func(c *grpcserver.Config) {
+					c.Admission.Bytes = 2 << 10 // 1 KiB a level
+					c.Admission.Expansion = 16
+					c.MaxRecvMsgBytes = tc.maxRecv
+				}, "big")
+				req := &jobplanev1.ValidateJobRequest{Job: &jobplanev1.Job{Metadata: &jobplanev1.ObjectMeta{Name: strings.Repeat("x", 200)}}}
+				err := validate(srv, "big", req)
+				if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), tc.limit) {
+					t.Fatalf("got %v, want ResourceExhausted naming the limit %s", err, tc.limit)
+				}
+				if _, ok := retryDelay(err); ok {
+					t.Error("RetryInfo on a request that can never fit")
+				}
+			})
 		}
 	})
 	t.Run("streams per caller", func(t *testing.T) {

@@ -26,7 +26,9 @@ type Config struct {
 	// over HTTPS when gRPC is served over TLS, else HTTP (on loopback only,
 	// as gRPC); empty disables it (flag -metrics-addr).
 	MetricsAddr string
-	// MaxRecvMsgBytes bounds a received message (flag -max-recv-msg-bytes).
+	// MaxRecvMsgBytes bounds a received message (flag -max-recv-msg-bytes);
+	// 0 is the largest a priority level's bytes budget can ever take
+	// (admission.Settings.LargestRequest).
 	MaxRecvMsgBytes int
 	// MaxSendMsgBytes bounds a sent message (flag -max-send-msg-bytes).
 	MaxSendMsgBytes int
@@ -93,7 +95,6 @@ func Defaults(addr, metricsAddr string) Config {
 	return Config{
 		Addr:              addr,
 		MetricsAddr:       metricsAddr,
-		MaxRecvMsgBytes:   64 << 20,
 		MaxSendMsgBytes:   64 << 20,
 		StreamWindowBytes: 256 << 10,
 		KeepaliveMinTime:  10 * time.Second,
@@ -113,7 +114,7 @@ func Defaults(addr, metricsAddr string) Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "grpc-addr", c.Addr, "gRPC listen address")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "HTTP address (HTTPS with -tls-cert-file) of /metrics, for callers allowed get on it, and of /healthz and /readyz, for anyone; empty disables")
-	fs.IntVar(&c.MaxRecvMsgBytes, "max-recv-msg-bytes", c.MaxRecvMsgBytes, "largest message received, in bytes")
+	fs.IntVar(&c.MaxRecvMsgBytes, "max-recv-msg-bytes", c.MaxRecvMsgBytes, "largest message received, in bytes; 0: the largest a priority level's bytes budget can take (max-inflight-bytes / 2 / request-memory-per-byte, at most 64 MiB), for a larger one is refused anyway, and until it is charged it is outside the budget")
 	fs.IntVar(&c.MaxSendMsgBytes, "max-send-msg-bytes", c.MaxSendMsgBytes, "largest message sent, in bytes")
 	fs.IntVar(&c.StreamWindowBytes, "stream-window-bytes", c.StreamWindowBytes, "HTTP/2 flow-control window of each call: the most the server buffers of a request it has not read (a call waiting its turn), at least 65535")
 	fs.DurationVar(&c.KeepaliveMinTime, "keepalive-min-time", c.KeepaliveMinTime, "clients pinging more often are disconnected")
@@ -134,6 +135,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", kubeconfig, "kubeconfig of the cluster, whose API authenticates and authorizes callers (default $KUBECONFIG); empty uses the in-cluster configuration")
 	c.Auth.RegisterFlags(fs)
 	c.Admission.RegisterFlags(fs)
+}
+
+// RecvMsgBytes is the largest message the server receives.
+func (c Config) RecvMsgBytes() int {
+	if c.MaxRecvMsgBytes > 0 {
+		return c.MaxRecvMsgBytes
+	}
+	return c.Admission.LargestRequest()
 }
 
 // Validate reports every invalid field at once.
@@ -167,8 +176,8 @@ func (c Config) Validate() error {
 	if err := c.Admission.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.MaxRecvMsgBytes <= 0 {
-		errs = append(errs, fmt.Errorf("max-recv-msg-bytes must be positive, got %d", c.MaxRecvMsgBytes))
+	if c.MaxRecvMsgBytes < 0 {
+		errs = append(errs, fmt.Errorf("max-recv-msg-bytes must not be negative, got %d", c.MaxRecvMsgBytes))
 	}
 	if c.StreamWindowBytes < 65535 || c.StreamWindowBytes > 64<<20 {
 		errs = append(errs, fmt.Errorf("stream-window-bytes must be from 65535 (HTTP/2's initial window) to 64 MiB, got %d", c.StreamWindowBytes))

@@ -13,7 +13,7 @@ func TestDefaultsAreValid(t *testing.T) {
 
 func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
 	cfg := Defaults("no-port", "also-no-port")
-	cfg.MaxRecvMsgBytes = 0
+	cfg.MaxRecvMsgBytes = -1
 	cfg.KeepaliveTime = -1
 	cfg.ShutdownDrain = -1
 	cfg.ReadinessInterval = 0

@@ -176,7 +176,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 		grpc.ForceServerCodecV2(deterministicCodec{}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
-		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes),
+		grpc.MaxRecvMsgSize(cfg.RecvMsgBytes()),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes),
 		grpc.InitialWindowSize(int32(cfg.StreamWindowBytes)),
 		grpc.InitialConnWindowSize(int32(16*cfg.StreamWindowBytes)),

@@ -104,7 +104,7 @@ func start(t testing.TB, opts Options, register func(*grpcserver.Server), lis ne
 
 	dialOpts = append(dialOpts,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxSendMsgBytes), grpc.MaxCallSendMsgSize(cfg.MaxRecvMsgBytes)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxSendMsgBytes), grpc.MaxCallSendMsgSize(64<<20)))
 	// Later options win: the caller's transport credentials replace plaintext.
 	conn, err := grpc.NewClient(target, append(dialOpts, opts.Dial...)...)
 	if err != nil {
