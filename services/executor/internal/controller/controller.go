@@ -129,9 +129,9 @@ func New(cfg Config) (*Controller, error) {
 		queue: fairqueue.New(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](defaultJobAPIBackoff, maxJobAPIBackoff),
 			fairqueue.Config{Name: "jobplane_job", Clock: cfg.Clock, Weights: cfg.NamespaceWeights}),
-		orphans: workqueue.NewTypedRateLimitingQueueWithConfig(
+		orphans: fairqueue.New(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[orphanKey](defaultJobAPIBackoff, maxJobAPIBackoff),
-			workqueue.TypedRateLimitingQueueConfig[orphanKey]{Name: "jobplane_orphan_pod", Clock: cfg.Clock}),
+			fairqueue.Config{Name: "jobplane_orphan_pod", Clock: cfg.Clock, Weights: cfg.NamespaceWeights}),
 		events:   broadcaster,
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "jobplane-executor"}),
 		metrics:  cfg.Metrics,

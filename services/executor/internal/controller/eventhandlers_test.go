@@ -30,7 +30,7 @@ import (
 // which Job, when, and what they tell the expectations.
 func TestEnqueueRules(t *testing.T) {
 	job := newJob("job")
-	selectorKey := orphanKey{namespace: testNamespace, selector: batchv1.ControllerUidLabel + "=job-uid"}
+	selectorKey := selectorOrphan(testNamespace, batchv1.ControllerUidLabel+"=job-uid")
 	builtin := newJob("builtin", managedBy(nil))
 	foreign := newJob("foreign", managedBy(ptr.To("kueue.x-k8s.io/multikueue")))
 	done := newJob("job", finished)
@@ -220,7 +220,7 @@ func TestEnqueueRules(t *testing.T) {
 			name:        "orphan pod with our finalizer added: queued for finalizer removal",
 			objects:     []runtime.Object{job},
 			event:       func(c *Controller) { c.addPod(orphanWithFinalizer) },
-			wantOrphans: []queueCall[orphanKey]{{"Add", orphanKey{namespace: testNamespace, name: "orphan"}, 0}},
+			wantOrphans: []queueCall[orphanKey]{{"Add", podOrphan(testNamespace, "orphan"), 0}},
 		}, {
 			name:    "orphan pod with only the built-in finalizer added: never queued",
 			objects: []runtime.Object{job},
@@ -230,18 +230,18 @@ func TestEnqueueRules(t *testing.T) {
 		}, {
 			name:        "pod whose Job is gone added with our finalizer: queued for finalizer removal",
 			event:       func(c *Controller) { c.addPod(pod) },
-			wantOrphans: []queueCall[orphanKey]{{"Add", orphanKey{namespace: testNamespace, name: "pod"}, 0}},
+			wantOrphans: []queueCall[orphanKey]{{"Add", podOrphan(testNamespace, "pod"), 0}},
 		}, {
 			name:        "pod of a finished Job deleted with our finalizer: queued for finalizer removal",
 			objects:     []runtime.Object{done},
 			before:      func(f *fixture) { f.c.state.ExpectDeletions(jobKey, 1) },
 			event:       func(c *Controller) { c.deletePod(pod, true) },
-			wantOrphans: []queueCall[orphanKey]{{"Add", orphanKey{namespace: testNamespace, name: "pod"}, 0}},
+			wantOrphans: []queueCall[orphanKey]{{"Add", podOrphan(testNamespace, "pod"), 0}},
 			wantState:   plan.State{Expectations: plan.Expectations{PendingDeletions: 1, RecordedAt: testNow}},
 		}, {
 			name:        "orphan pod deleted with our finalizer: queued for finalizer removal",
 			event:       func(c *Controller) { c.deletePod(orphanWithFinalizer, true) },
-			wantOrphans: []queueCall[orphanKey]{{"Add", orphanKey{namespace: testNamespace, name: "orphan"}, 0}},
+			wantOrphans: []queueCall[orphanKey]{{"Add", podOrphan(testNamespace, "orphan"), 0}},
 		}, {
 			name:      "orphan pod matching a jobplane Job's selector added: the Job syncs (batched) to adopt it, no creation observed",
 			objects:   []runtime.Object{job, builtin},

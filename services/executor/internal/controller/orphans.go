@@ -3,24 +3,38 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 )
 
-// orphanKey names one pod, or every pod of a namespace matching a selector
-// (the pods of a finished or deleted Job).
-type orphanKey struct {
-	namespace string
-	name      string
-	selector  string
+// orphanKey names one pod, "namespace/name", or every pod of a namespace
+// matching a selector (the pods of a finished or deleted Job),
+// "namespace/?selector" (a name has no '?'). The namespace leads: the orphan
+// queue is fair between namespaces as the Job queue is (fairqueue).
+type orphanKey = string
+
+func podOrphan(namespace, name string) orphanKey { return namespace + "/" + name }
+
+func selectorOrphan(namespace, selector string) orphanKey { return namespace + "/?" + selector }
+
+// parseOrphanKey is the namespace and either the pod's name or the selector.
+func parseOrphanKey(key orphanKey) (namespace, name, selector string) {
+	namespace, rest, _ := strings.Cut(key, "/")
+	if selector, ok := strings.CutPrefix(rest, "?"); ok {
+		return namespace, "", selector
+	}
+	return namespace, rest, ""
 }
 
 func (c *Controller) enqueueOrphan(pod *corev1.Pod) {
-	c.orphans.Add(orphanKey{namespace: pod.Namespace, name: pod.Name})
+	c.orphans.Add(podOrphan(pod.Namespace, pod.Name))
 }
 
 func (c *Controller) enqueueSelector(job *batchv1.Job) {
@@ -29,7 +43,7 @@ func (c *Controller) enqueueSelector(job *batchv1.Job) {
 		c.log.Warn("the Job's selector is invalid", "job", keyOf(job), "err", err)
 		return
 	}
-	c.orphans.Add(orphanKey{namespace: job.Namespace, selector: selector.String()})
+	c.orphans.Add(selectorOrphan(job.Namespace, selector.String()))
 }
 
 func (c *Controller) orphanWorker(ctx context.Context) {
@@ -43,8 +57,10 @@ func (c *Controller) processNextOrphan(ctx context.Context) bool {
 		return false
 	}
 	defer c.orphans.Done(key)
-	if err := c.syncOrphan(ctx, key); err != nil {
-		c.log.Warn("removing the finalizer of orphan pods failed; retrying", "namespace", key.namespace, "pod", key.name, "selector", key.selector, "err", err)
+	// Its API requests take the namespace's turns of the API budget, as no
+	// Job's work.
+	if err := c.syncOrphan(fairlimit.WithLane(ctx, key), key); err != nil {
+		c.log.Warn("removing the finalizer of orphan pods failed; retrying", "orphans", key, "err", err)
 		c.orphans.AddRateLimited(key)
 		return true
 	}
@@ -53,8 +69,9 @@ func (c *Controller) processNextOrphan(ctx context.Context) bool {
 }
 
 func (c *Controller) syncOrphan(ctx context.Context, key orphanKey) error {
-	if key.name != "" {
-		pod, err := c.podStore.Pods(key.namespace).Get(key.name)
+	namespace, name, selectorText := parseOrphanKey(key)
+	if name != "" {
+		pod, err := c.podStore.Pods(namespace).Get(name)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -63,11 +80,11 @@ func (c *Controller) syncOrphan(ctx context.Context, key orphanKey) error {
 		}
 		return c.releaseOrphan(ctx, pod)
 	}
-	selector, err := labels.Parse(key.selector)
+	selector, err := labels.Parse(selectorText)
 	if err != nil {
-		return fmt.Errorf("invalid selector %q: %w", key.selector, err)
+		return fmt.Errorf("invalid selector %q: %w", selectorText, err)
 	}
-	pods, err := c.podStore.Pods(key.namespace).List(selector)
+	pods, err := c.podStore.Pods(namespace).List(selector)
 	if err != nil {
 		return err
 	}

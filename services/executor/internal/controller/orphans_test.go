@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -19,8 +20,8 @@ func TestOrphanFinalizerCleanup(t *testing.T) {
 	removeFinalizer := func(name string) string {
 		return fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q],"uid":"%s-uid"}}`, testFinalizer, name)
 	}
-	byName := func(name string) orphanKey { return orphanKey{namespace: testNamespace, name: name} }
-	bySelector := func(selector string) orphanKey { return orphanKey{namespace: testNamespace, selector: selector} }
+	byName := func(name string) orphanKey { return podOrphan(testNamespace, name) }
+	bySelector := func(selector string) orphanKey { return selectorOrphan(testNamespace, selector) }
 	cases := []struct {
 		name    string
 		objects []runtime.Object
@@ -127,5 +128,28 @@ func TestOrphanFinalizerCleanup(t *testing.T) {
 				t.Errorf("orphan queue additions = %+v, want %+v", got, wantQueue)
 			}
 		})
+	}
+}
+
+// One namespace's orphans do not hold back another's: the orphan queue
+// takes namespaces in turn, as the Job queue does.
+func TestOrphansAreServedByNamespaceInTurn(t *testing.T) {
+	f := newFixture(t)
+	for i := range 3 {
+		f.c.orphans.Add(podOrphan("team-a", fmt.Sprintf("pod-%d", i)))
+	}
+	f.c.orphans.Add(selectorOrphan("team-b", batchv1.ControllerUidLabel+"=b-uid"))
+	var namespaces []string
+	for range 4 {
+		key, _ := f.c.orphans.Get()
+		namespace, name, selector := parseOrphanKey(key)
+		if (name == "") == (selector == "") {
+			t.Fatalf("key %q: name %q, selector %q", key, name, selector)
+		}
+		namespaces = append(namespaces, namespace)
+		f.c.orphans.Done(key)
+	}
+	if want := []string{"team-a", "team-b", "team-a", "team-a"}; !reflect.DeepEqual(namespaces, want) {
+		t.Errorf("served %v, want %v", namespaces, want)
 	}
 }
