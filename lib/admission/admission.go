@@ -42,6 +42,10 @@ const (
 type LevelConfig struct {
 	// Seats bounds the calls in flight.
 	Seats int
+	// ClassSeats bounds the calls in flight of one class of RPC (Admit's
+	// class), so that a flood of one class leaves seats to the others; 0
+	// or Seats sets no bound of its own.
+	ClassSeats int
 	// Bytes bounds the request bytes being decoded and held (wire size
 	// times the expansion factor).
 	Bytes int64
@@ -77,6 +81,7 @@ type level struct {
 	bytes *fairSemaphore
 
 	mu      sync.Mutex
+	classes map[string]*fairSemaphore
 	streams map[string]int
 	// openStreams is the sum of streams.
 	openStreams int
@@ -92,6 +97,7 @@ func New(cfg Config, reg prometheus.Registerer) *Controller {
 			seats:   newFairSemaphore(int64(lc.Seats), cfg.QueueLength, cfg.MaxQueueWait, c.metrics.waiting.WithLabelValues(name, "seats")),
 			bytes:   newFairSemaphore(lc.Bytes, cfg.QueueLength, cfg.MaxQueueWait, c.metrics.waiting.WithLabelValues(name, "bytes")),
 			streams: map[string]int{},
+			classes: map[string]*fairSemaphore{},
 		}
 		c.metrics.capacity.WithLabelValues(name, "seats").Set(float64(lc.Seats))
 		c.metrics.capacity.WithLabelValues(name, "bytes").Set(float64(lc.Bytes))
@@ -101,26 +107,57 @@ func New(cfg Config, reg prometheus.Registerer) *Controller {
 
 // Ticket is one admitted call: its seat and the bytes charged to it.
 type Ticket struct {
-	c       *Controller
-	level   *level
-	flow    string
+	c     *Controller
+	level *level
+	flow  string
+	// class is the seat of the call's class, if its class has a bound.
+	class   *fairSemaphore
 	mu      sync.Mutex
 	bytes   int64
 	stream  bool
 	release sync.Once
 }
 
-// Admit waits for a seat of levelName for the caller flow.
-func (c *Controller) Admit(ctx context.Context, levelName, flow string) (*Ticket, error) {
+// Admit waits for a seat of levelName for the caller flow: one of its
+// class's first, when the level bounds each class (each wait is bounded
+// by the queue wait).
+func (c *Controller) Admit(ctx context.Context, levelName, flow, class string) (*Ticket, error) {
 	l := c.level(levelName)
+	classSeats := l.classSeats(c, class)
+	if classSeats != nil {
+		waited, err := classSeats.acquire(ctx, flow, 1)
+		c.metrics.wait.WithLabelValues(l.name).Observe(waited.Seconds())
+		if err != nil {
+			return nil, c.refuse(l, "seats of class "+class, int64(l.cfg.ClassSeats), err)
+		}
+	}
 	waited, err := l.seats.acquire(ctx, flow, 1)
 	c.metrics.wait.WithLabelValues(l.name).Observe(waited.Seconds())
 	if err != nil {
+		if classSeats != nil {
+			classSeats.release(1)
+		}
 		return nil, c.refuse(l, "seats", int64(l.cfg.Seats), err)
 	}
 	c.metrics.admitted.WithLabelValues(l.name).Inc()
 	c.metrics.inUse.WithLabelValues(l.name, "seats").Inc()
-	return &Ticket{c: c, level: l, flow: flow}, nil
+	return &Ticket{c: c, level: l, flow: flow, class: classSeats}, nil
+}
+
+// classSeats is the semaphore of class's seats in l, or nil when l sets
+// no bound of a class's own.
+func (l *level) classSeats(c *Controller, class string) *fairSemaphore {
+	if class == "" || l.cfg.ClassSeats <= 0 || l.cfg.ClassSeats >= l.cfg.Seats {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.classes[class]
+	if !ok {
+		s = newFairSemaphore(int64(l.cfg.ClassSeats), c.cfg.QueueLength, c.cfg.MaxQueueWait, c.metrics.waiting.WithLabelValues(l.name, "seats-"+class))
+		l.classes[class] = s
+	}
+	return s
 }
 
 // OpenStream admits a long-lived stream: no seat, one of the caller's
@@ -194,6 +231,9 @@ func (t *Ticket) Release() {
 			return
 		}
 		l.seats.release(1)
+		if t.class != nil {
+			t.class.release(1)
+		}
 		t.c.metrics.inUse.WithLabelValues(l.name, "seats").Dec()
 	})
 }

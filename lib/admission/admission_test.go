@@ -53,7 +53,7 @@ func waitQueued(t *testing.T, s *fairSemaphore, flow string, n int) {
 func TestAFloodingCallerDoesNotStarveAnother(t *testing.T) {
 	c := testController(1, 1<<20)
 	ctx := context.Background()
-	first, err := c.Admit(ctx, Workload, "flooder")
+	first, err := c.Admit(ctx, Workload, "flooder", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestAFloodingCallerDoesNotStarveAnother(t *testing.T) {
 	var wg sync.WaitGroup
 	admit := func(flow string) {
 		defer wg.Done()
-		tk, err := c.Admit(ctx, Workload, flow)
+		tk, err := c.Admit(ctx, Workload, flow, "")
 		if err != nil {
 			t.Error(err)
 			return
@@ -98,18 +98,59 @@ func TestAFloodingCallerDoesNotStarveAnother(t *testing.T) {
 // system level's seats free.
 func TestLevelsAreIndependent(t *testing.T) {
 	c := testController(1, 1<<20)
-	held, err := c.Admit(context.Background(), Workload, "outsider")
+	held, err := c.Admit(context.Background(), Workload, "outsider", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	tk, err := c.Admit(ctx, System, "executor")
+	tk, err := c.Admit(ctx, System, "executor", "")
 	if err != nil {
 		t.Fatalf("system level blocked by the workload level: %v", err)
 	}
 	tk.Release()
+}
+
+// A class of RPC takes at most its seats of a level: a flood of reads, even
+// from many callers, leaves a seat to a write; without classes it does not.
+func TestAClassFloodLeavesSeatsToTheOthers(t *testing.T) {
+	c := New(Config{
+		Levels:       map[string]LevelConfig{Workload: {Seats: 4, ClassSeats: 3, Bytes: 1 << 20, StreamsPerFlow: 1, Streams: 1}},
+		QueueLength:  100,
+		MaxQueueWait: 5 * time.Second,
+		Expansion:    1,
+	}, nil)
+	var held []*Ticket
+	for i := range 3 {
+		tk, err := c.Admit(context.Background(), Workload, fmt.Sprintf("reader-%d", i), "read")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, tk)
+	}
+	// A fourth read waits: its class has its three seats.
+	readCtx, cancelRead := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelRead()
+	if _, err := c.Admit(readCtx, Workload, "reader-3", "read"); err == nil {
+		t.Fatal("a fourth read admitted beyond its class's three seats")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	write, err := c.Admit(ctx, Workload, "writer", "write")
+	if err != nil {
+		t.Fatalf("a write beside three reads: %v", err)
+	}
+	write.Release()
+	for _, tk := range held {
+		tk.Release()
+	}
+	// The class's seats come back with the calls.
+	again, err := c.Admit(ctx, Workload, "reader-0", "read")
+	if err != nil {
+		t.Fatalf("a read after the others: %v", err)
+	}
+	again.Release()
 }
 
 func retryDelay(err error) (time.Duration, bool) {
@@ -129,14 +170,14 @@ func TestShedCallsAreResourceExhaustedWithRetryInfo(t *testing.T) {
 		Expansion:    10,
 	}, nil)
 	ctx := context.Background()
-	held, err := c.Admit(ctx, Workload, "a")
+	held, err := c.Admit(ctx, Workload, "a", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Release()
 
 	t.Run("queue wait exceeded", func(t *testing.T) {
-		_, err := c.Admit(ctx, Workload, "a")
+		_, err := c.Admit(ctx, Workload, "a", "")
 		if status.Code(err) != codes.ResourceExhausted {
 			t.Fatalf("got %v, want ResourceExhausted", err)
 		}
@@ -147,11 +188,11 @@ func TestShedCallsAreResourceExhaustedWithRetryInfo(t *testing.T) {
 	t.Run("queue full", func(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
-			_, err := c.Admit(ctx, Workload, "a")
+			_, err := c.Admit(ctx, Workload, "a", "")
 			done <- err
 		}()
 		waitQueued(t, c.levels[Workload].seats, "a", 1)
-		_, err := c.Admit(ctx, Workload, "a")
+		_, err := c.Admit(ctx, Workload, "a", "")
 		if status.Code(err) != codes.ResourceExhausted {
 			t.Fatalf("got %v, want ResourceExhausted", err)
 		}
@@ -207,11 +248,11 @@ func TestShedCallsAreResourceExhaustedWithRetryInfo(t *testing.T) {
 func TestBytesAreChargedAndGivenBack(t *testing.T) {
 	c := testController(10, 1000)
 	ctx := context.Background()
-	a, _ := c.Admit(ctx, Workload, "a")
+	a, _ := c.Admit(ctx, Workload, "a", "")
 	if err := a.Charge(ctx, 200); err != nil { // 800 of 1000
 		t.Fatal(err)
 	}
-	b, _ := c.Admit(ctx, Workload, "b")
+	b, _ := c.Admit(ctx, Workload, "b", "")
 	got := make(chan error, 1)
 	go func() { got <- b.Charge(ctx, 100) }() // 400: waits
 	waitQueued(t, c.levels[Workload].bytes, "b", 1)

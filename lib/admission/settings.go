@@ -19,6 +19,11 @@ type Settings struct {
 	// -max-inflight-workload-calls). A service whose calls are CPU-bound
 	// keeps a core for the system level with it.
 	WorkloadSeats int
+	// ClassSeats bounds the calls in flight of one class of RPC in a level
+	// (reads, writes, pure computations; flag -max-inflight-calls-per-class;
+	// 0 is three quarters of the level's seats), so that a flood of one
+	// leaves seats to the others.
+	ClassSeats int
 	// Bytes is the memory the requests in flight may take, split evenly
 	// between the two levels (flag -max-inflight-bytes; 0 derives it from
 	// the process's memory limit, GOMEMLIMIT).
@@ -55,6 +60,7 @@ func DefaultSettings() Settings {
 func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.Seats, "max-inflight-calls", s.Seats, "calls served at once in each priority level (system, workload); more wait in a fair queue per caller")
 	fs.IntVar(&s.WorkloadSeats, "max-inflight-workload-calls", s.WorkloadSeats, "calls of the workload priority level (every caller but -system-users) served at once; 0: as many as -max-inflight-calls")
+	fs.IntVar(&s.ClassSeats, "max-inflight-calls-per-class", s.ClassSeats, "calls of one class of RPC (read: get, list, watch; write: create, update, delete; compute: the pure functions) served at once in a priority level, so that a flood of one class leaves seats to the others; 0: three quarters of the level's seats")
 	fs.Int64Var(&s.Bytes, "max-inflight-bytes", s.Bytes, "memory the requests in flight may take, half for each priority level; 0: half of the memory limit (GOMEMLIMIT), or 1 GiB without one")
 	fs.Int64Var(&s.Expansion, "request-memory-per-byte", s.Expansion, "memory one byte of a request costs once decoded, charged against max-inflight-bytes")
 	fs.IntVar(&s.QueueLength, "max-queued-calls-per-caller", s.QueueLength, "calls one caller may have waiting in a priority level; more are refused with RESOURCE_EXHAUSTED")
@@ -90,6 +96,9 @@ func (s Settings) Validate() error {
 	if s.WorkloadSeats < 0 {
 		errs = append(errs, fmt.Errorf("max-inflight-workload-calls must not be negative, got %d", s.WorkloadSeats))
 	}
+	if s.ClassSeats < 0 {
+		errs = append(errs, fmt.Errorf("max-inflight-calls-per-class must not be negative, got %d", s.ClassSeats))
+	}
 	if s.Bytes < 0 {
 		errs = append(errs, fmt.Errorf("max-inflight-bytes must not be negative, got %d", s.Bytes))
 	}
@@ -107,12 +116,21 @@ func (s Settings) Config() Config {
 	if s.WorkloadSeats > 0 {
 		workload.Seats = s.WorkloadSeats
 	}
+	level.ClassSeats, workload.ClassSeats = s.classSeats(level.Seats), s.classSeats(workload.Seats)
 	return Config{
 		Levels:       map[string]LevelConfig{System: level, Workload: workload},
 		QueueLength:  s.QueueLength,
 		MaxQueueWait: s.MaxQueueWait,
 		Expansion:    s.Expansion,
 	}
+}
+
+// classSeats is the seats of one class in a level of seats.
+func (s Settings) classSeats(seats int) int {
+	if s.ClassSeats > 0 {
+		return min(s.ClassSeats, seats)
+	}
+	return max(1, seats*3/4)
 }
 
 // LargestRequest is the largest request a level can ever take: its bytes

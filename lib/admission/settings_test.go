@@ -52,3 +52,21 @@ func TestTheLargestRequestIsWhatALevelCanTake(t *testing.T) {
 		t.Errorf("largest request %d, want at most 64 MiB", got)
 	}
 }
+
+// Each class of RPC gets three quarters of a level's seats by default, at
+// least one; -max-inflight-calls-per-class sets it.
+func TestClassSeats(t *testing.T) {
+	s := DefaultSettings()
+	s.WorkloadSeats = 1
+	cfg := s.Config()
+	if got := cfg.Levels[System].ClassSeats; got != 6 {
+		t.Errorf("system class seats %d, want 6 of 8", got)
+	}
+	if got := cfg.Levels[Workload].ClassSeats; got != 1 {
+		t.Errorf("workload class seats %d, want 1 of 1", got)
+	}
+	s.ClassSeats = 2
+	if got := s.Config().Levels[System].ClassSeats; got != 2 {
+		t.Errorf("class seats %d, want the flag's 2", got)
+	}
+}

@@ -169,3 +169,27 @@ func planPermissions(r *jobplanev1.ExecuteRequest) []Attributes {
 	}
 	return out
 }
+
+// The classes of RPC, by what a call does (admission bounds each class's
+// calls in flight).
+const (
+	ClassRead    = "read"    // get, list, watch
+	ClassWrite   = "write"   // create, update, delete
+	ClassCompute = "compute" // a pure function of the request
+)
+
+// ClassOf is the class of the RPC method, by the verb of its rule; "" for a
+// method without one.
+func ClassOf(method string) string {
+	r, ok := Rules[method]
+	switch {
+	case !ok:
+		return ""
+	case r.AuthenticationOnly():
+		return ClassCompute
+	case r.Verb == "get" || r.Verb == "list" || r.Verb == "watch":
+		return ClassRead
+	default:
+		return ClassWrite
+	}
+}

@@ -173,3 +173,20 @@ func rpcComments(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+func TestClassOf(t *testing.T) {
+	for method, want := range map[string]string{
+		jobplanev1.ExecutorService_GetJob_FullMethodName:      auth.ClassRead,
+		jobplanev1.ExecutorService_WatchJobs_FullMethodName:   auth.ClassRead,
+		jobplanev1.ExecutorService_SubmitJob_FullMethodName:   auth.ClassWrite,
+		jobplanev1.ExecutorService_Execute_FullMethodName:     auth.ClassWrite,
+		jobplanev1.CronService_TriggerCronJob_FullMethodName:  auth.ClassWrite,
+		jobplanev1.PlannerService_PlanSync_FullMethodName:     auth.ClassCompute,
+		jobplanev1.CronService_PreviewSchedule_FullMethodName: auth.ClassCompute,
+		"/unknown.Service/Method":                             "",
+	} {
+		if got := auth.ClassOf(method); got != want {
+			t.Errorf("ClassOf(%s) = %q, want %q", method, got, want)
+		}
+	}
+}

@@ -26,7 +26,7 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 			if err != nil {
 				return nil, err
 			}
-			ticket, err := s.admission.Admit(ctx, level, flow)
+			ticket, err := s.admission.Admit(ctx, level, flow, auth.ClassOf(method))
 			if err != nil {
 				return nil, err
 			}
