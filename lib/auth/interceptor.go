@@ -132,6 +132,11 @@ func (i *Interceptor) Identify(ctx context.Context, method string) (*Identity, e
 }
 
 func (i *Interceptor) identify(ctx context.Context, rule Rule) (*Identity, error) {
+	// Admission identified the caller already (only the server's own code
+	// puts an identity on a call's context).
+	if id, ok := FromContext(ctx); ok {
+		return id, nil
+	}
 	if i.openPure && rule.AuthenticationOnly() && !HasCredentials(ctx) {
 		return Anonymous(), nil
 	}

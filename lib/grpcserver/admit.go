@@ -22,7 +22,7 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 	for i, m := range out.Methods {
 		handler, method := m.Handler, "/"+desc.ServiceName+"/"+m.MethodName
 		out.Methods[i].Handler = func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-			level, flow, err := s.flowOf(ctx, method)
+			ctx, level, flow, err := s.flowOf(ctx, method)
 			if err != nil {
 				return nil, err
 			}
@@ -38,7 +38,7 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 	for i, sd := range out.Streams {
 		handler, method := sd.Handler, "/"+desc.ServiceName+"/"+sd.StreamName
 		out.Streams[i].Handler = func(srv any, stream grpc.ServerStream) error {
-			level, flow, err := s.flowOf(stream.Context(), method)
+			ctx, level, flow, err := s.flowOf(stream.Context(), method)
 			if err != nil {
 				return err
 			}
@@ -47,20 +47,20 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 				return err
 			}
 			defer ticket.Release()
-			return handler(srv, &chargingStream{ServerStream: stream, ticket: ticket})
+			return handler(srv, &chargingStream{ServerStream: stream, ctx: ctx, ticket: ticket})
 		}
 	}
 	return &out
 }
 
-// flowOf is the caller's priority level and flow: its identity, as the auth
-// interceptor will establish it.
-func (s *Server) flowOf(ctx context.Context, method string) (level, flow string, err error) {
+// flowOf is the caller's priority level and flow: its identity, which the
+// returned context carries on to the auth interceptor (identified once).
+func (s *Server) flowOf(ctx context.Context, method string) (_ context.Context, level, flow string, err error) {
 	id, err := s.auth.Identify(ctx, method)
 	if err != nil {
-		return "", "", err
+		return ctx, "", "", err
 	}
-	return s.priorityLevel(id), id.User, nil
+	return auth.NewContext(ctx, id), s.priorityLevel(id), id.User, nil
 }
 
 // priorityLevel is System for the identities configured as the services'
@@ -114,8 +114,11 @@ func chargingDecoder(ctx context.Context, ticket *admission.Ticket, dec func(any
 // next: it is done with it by then (what it keeps is bounded on its own).
 type chargingStream struct {
 	grpc.ServerStream
+	ctx    context.Context
 	ticket *admission.Ticket
 }
+
+func (s *chargingStream) Context() context.Context { return s.ctx }
 
 func (s *chargingStream) RecvMsg(m any) error {
 	s.ticket.Uncharge()
