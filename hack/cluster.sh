@@ -9,17 +9,23 @@
 #   hack/cluster.sh kubeconfig   print the kubeconfig path
 #
 # The kubeconfig is written to ${JOBPLANE_CACHE}/kubeconfig (JOBPLANE_CACHE
-# defaults to ~/.cache/jobplane); JOBPLANE_CLUSTER names the cluster (jobplane).
+# defaults to ~/.cache/jobplane; kubeconfig-NAME for another cluster than
+# jobplane); JOBPLANE_CLUSTER names the cluster (jobplane).
 # kwok's stages (how nodes and pods go through their lifecycle, and the pod
 # fates of hack/kwok/stages/pod-fate.yaml) are Stage objects applied from
 # hack/kwok/stages on every up, so editing them needs no new cluster.
+# JOBPLANE_KCM_CONTROLLERS, when set, is kube-controller-manager's
+# --controllers at creation (MODE=replace runs it without the Job
+# controller, in a cluster of its own).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "${root}/hack/lib.sh"
 
 name=${JOBPLANE_CLUSTER:-jobplane}
+# The default cluster's kubeconfig keeps its name; another's has its own.
 kubeconfig="${JOBPLANE_CACHE}/kubeconfig"
+[[ ${name} == jobplane ]] || kubeconfig="${JOBPLANE_CACHE}/kubeconfig-${name}"
 export KWOK_WORKDIR="${JOBPLANE_CACHE}/kwok"
 kwoklog="${KWOK_WORKDIR}/kwokctl.log"
 
@@ -42,7 +48,7 @@ up() {
     fi
   else
     log "creating cluster ${name}"
-    kwokctl create cluster -c "${root}/hack/kwokctl.yaml" --runtime binary \
+    kwokctl create cluster -c "$(kwokctl_config)" --runtime binary \
       --etcd-binary "${bin}/etcd" \
       --kube-apiserver-binary "${bin}/kube-apiserver" \
       --kube-controller-manager-binary "${bin}/kube-controller-manager" \
@@ -56,6 +62,23 @@ up() {
   "${bin}/kubectl" --kubeconfig "${kubeconfig}" wait --for condition=Ready nodes --all --timeout 1m >/dev/null
   ready || die "cluster ${name} did not become ready; logs in ${KWOK_WORKDIR}/clusters/${name}/logs"
   log "cluster ${name} is ready with ${nodes} nodes; kubeconfig: ${kubeconfig}"
+}
+
+# kwokctl_config is hack/kwokctl.yaml, with kube-controller-manager's
+# --controllers when JOBPLANE_KCM_CONTROLLERS sets them.
+kwokctl_config() {
+  local base="${root}/hack/kwokctl.yaml"
+  if [[ -z ${JOBPLANE_KCM_CONTROLLERS:-} ]]; then
+    echo "${base}"
+    return
+  fi
+  local config="${KWOK_WORKDIR}/kwokctl-${name}.yaml"
+  mkdir -p "${KWOK_WORKDIR}"
+  {
+    cat "${base}"
+    printf 'componentsPatches:\n- name: kube-controller-manager\n  extraArgs:\n  - key: controllers\n    value: "%s"\n' "${JOBPLANE_KCM_CONTROLLERS}"
+  } >"${config}"
+  echo "${config}"
 }
 
 # apply_stages makes the cluster's Stage objects those of hack/kwok/stages,

@@ -2,11 +2,27 @@
 # `make run`: the local cluster, then planner, executor and cron on their
 # default ports, then the grpcurl commands to call them. Runs until Ctrl-C,
 # which stops the services (the cluster stays; `make cluster-down` removes it).
+#
+# MODE=replace runs jobplane in place of kube-controller-manager's Job
+# controller: in a cluster of its own (jobplane-replace) whose
+# kube-controller-manager runs without it, the executor runs plain batch/v1
+# Jobs (-drop-in).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "${root}/hack/lib.sh"
 cd "${root}"
+
+declare -A service_flags=([planner]="" [executor]="" [cron]="")
+case "${MODE:-}" in
+  "") ;;
+  replace)
+    export JOBPLANE_CLUSTER=${JOBPLANE_CLUSTER:-jobplane-replace}
+    export JOBPLANE_KCM_CONTROLLERS='*,-job-controller'
+    service_flags[executor]="-drop-in -drop-in-probe-wait 5s"
+    ;;
+  *) die "MODE=${MODE}: want replace, or no MODE" ;;
+esac
 
 "${root}/hack/cluster.sh" up "${NODES:-3}"
 kubeconfig=$("${root}/hack/cluster.sh" kubeconfig)
@@ -79,7 +95,8 @@ for svc in planner executor cron; do
   pkill -f "^${root}/bin/${svc}( |$)" 2>/dev/null || true
 done
 for svc in planner executor cron; do
-  KUBECONFIG="${kubeconfig}" "${root}/bin/${svc}" -authn-anonymous -allow-unauthenticated-metrics >"${logs}/${svc}.log" 2>&1 &
+  # shellcheck disable=SC2086 # the flags are words
+  KUBECONFIG="${kubeconfig}" "${root}/bin/${svc}" -authn-anonymous -allow-unauthenticated-metrics ${service_flags[$svc]} >"${logs}/${svc}.log" 2>&1 &
   pids+=($!)
 done
 
@@ -89,7 +106,8 @@ for svc in planner executor cron; do
     if bin/grpcurl -plaintext "${addr}" grpc.health.v1.Health/Check >/dev/null 2>&1; then
       break
     fi
-    if ((i == 100)); then
+    # The executor in drop-in mode first probes for 5 s.
+    if ((i == 300)); then
       tail -n 20 "${logs}/${svc}.log" >&2
       die "${svc} did not become healthy on ${addr}; log: ${logs}/${svc}.log"
     fi
@@ -97,6 +115,21 @@ for svc in planner executor cron; do
   done
   log "${svc} serving on ${addr} (metrics on 127.0.0.1:909${grpc_port[$svc]: -1}, log ${logs}/${svc}.log)"
 done
+
+# replace_hint is what MODE=replace adds: a plain batch/v1 Job, run by the
+# executor since the built-in Job controller is off.
+replace_hint() {
+  [[ ${MODE:-} == replace ]] || return 0
+  cat <<HINT
+
+  # MODE=replace: kube-controller-manager runs without its Job controller
+  # (--controllers=${JOBPLANE_KCM_CONTROLLERS}) and the executor runs plain
+  # batch/v1 Jobs in its place: no managedBy, the events' source job-controller.
+  ${kubectl} --kubeconfig ${kubeconfig} create job hello --image=busybox
+  ${kubectl} --kubeconfig ${kubeconfig} get job hello -w
+  ${kubectl} --kubeconfig ${kubeconfig} get events --field-selector involvedObject.name=hello -o custom-columns=SOURCE:.source.component,REASON:.reason
+HINT
+}
 
 cat <<EOF
 
@@ -137,6 +170,7 @@ the namespace default only. From ${root}, in another terminal:
   # The same with kubectl: spec.managedBy hands a Job to jobplane.
   ${kubectl} --kubeconfig ${kubeconfig} apply -f deploy/examples/job.yaml
   ${kubectl} --kubeconfig ${kubeconfig} get job example-kubectl -w
+$(replace_hint)
 
   # CronJobs: create one from a file (every minute), preview its schedule,
   # run it now, follow the Jobs it emits (scheduled and manual), read it:

@@ -1,6 +1,7 @@
 // Command executor serves jobplane.v1.ExecutorService and runs the Jobs whose
-// spec.managedBy is jobplane's: informers, workers and leader election run
-// beside gRPC in one lifecycle.
+// spec.managedBy is jobplane's (with -drop-in, the built-in Job
+// controller's too): informers, workers and leader election run beside gRPC
+// in one lifecycle.
 package main
 
 import (
@@ -9,9 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -23,6 +26,7 @@ import (
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/lib/retryinfo"
 	"github.com/jobplane/jobplane/services/executor/internal/controller"
+	"github.com/jobplane/jobplane/services/executor/internal/dropin"
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 	"github.com/jobplane/jobplane/services/executor/internal/plannerclient"
@@ -44,6 +48,37 @@ type config struct {
 	// weightAnnotations says whether namespaces' annotations set weights.
 	weightAnnotations bool
 	lease             leader.Flags
+	dropIn            dropInFlags
+}
+
+// dropInFlags are the executor's drop-in mode: the built-in Job
+// controller's Jobs run by the executor, in its place.
+type dropInFlags struct {
+	enabled        bool
+	probeNamespace string
+	probeWait      time.Duration
+}
+
+// trackingFinalizer is -tracking-finalizer, or the mode's: the built-in
+// controller's in drop-in mode (its pods carry it), jobplane's otherwise.
+func (c *config) trackingFinalizer() string {
+	switch {
+	case c.finalizer != "":
+		return c.finalizer
+	case c.dropIn.enabled:
+		return batchv1.JobTrackingFinalizer
+	default:
+		return plan.DefaultTrackingFinalizer
+	}
+}
+
+// eventSource is the component of the executor's events: the built-in
+// controller's in drop-in mode, so that what reads them finds them.
+func (c *config) eventSource() string {
+	if c.dropIn.enabled {
+		return "job-controller"
+	}
+	return "jobplane-executor"
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
@@ -51,12 +86,15 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.plannerCAFile, "planner-ca-file", "", "PEM CA certificates of the planner's TLS certificate; empty calls it in plaintext (loopback only)")
 	fs.StringVar(&c.plannerTokenFile, "planner-token-file", "", "file holding the bearer token to call the planner with (a projected service account token; read again every minute); empty sends none")
 	fs.StringVar(&c.managedBy, "managed-by", svc.DefaultManagedBy, "spec.managedBy of the Jobs to run")
-	fs.StringVar(&c.finalizer, "tracking-finalizer", plan.DefaultTrackingFinalizer, "pod tracking finalizer")
+	fs.StringVar(&c.finalizer, "tracking-finalizer", "", "pod tracking finalizer; empty: "+plan.DefaultTrackingFinalizer+", or "+batchv1.JobTrackingFinalizer+" with -drop-in")
 	fs.IntVar(&c.workers, "workers", 5, "Jobs synced at once")
 	fs.Float64Var(&c.qps, "kube-api-qps", 20, "Kubernetes API requests per second, shared fairly between namespaces, then Jobs")
 	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
 	fs.Var(&c.namespaceWeights, "namespace-weights", "namespaces' shares of the workers' turns and of the Kubernetes API budget, as team-a=4,team-b=2 (weights 1 to 1000); a namespace not listed has weight 1")
 	fs.BoolVar(&c.weightAnnotations, "namespace-weight-annotations", true, "a namespace's annotation "+fairqueue.WeightAnnotation+" (1 to 1000) sets its weight, over -namespace-weights; needs list and watch on namespaces")
+	fs.BoolVar(&c.dropIn.enabled, "drop-in", false, "run the Jobs of kube-controller-manager's Job controller too (spec.managedBy unset or "+controller.BuiltinManagedBy+"), in its place: with its tracking finalizer "+batchv1.JobTrackingFinalizer+" and its event source job-controller; refuses to start while that controller evidently runs (-drop-in-probe-wait)")
+	fs.StringVar(&c.dropIn.probeNamespace, "drop-in-probe-namespace", "default", "namespace of the suspended probe Job that finds out whether the built-in Job controller runs (drop-in mode; the executor needs create on jobs there)")
+	fs.DurationVar(&c.dropIn.probeWait, "drop-in-probe-wait", 10*time.Second, "how long the built-in Job controller has to mark the probe Job Suspended before the executor takes it to be stopped (drop-in mode)")
 	c.lease.Register(fs, "jobplane-executor")
 }
 
@@ -100,7 +138,7 @@ func main() {
 
 // setup builds the executor; ctx ends when the server starts shutting down.
 func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Logger) error {
-	metrics := controller.NewMetrics()
+	metrics := controller.NewMetrics(cfg.dropIn.enabled)
 	if err := metrics.Register(srv.Registry()); err != nil {
 		return err
 	}
@@ -117,6 +155,13 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	if err != nil {
 		return err
 	}
+	if cfg.dropIn.enabled {
+		log.Info("drop-in mode: probing for the built-in Job controller", "namespace", cfg.dropIn.probeNamespace, "wait", cfg.dropIn.probeWait)
+		probe := dropin.Probe{Client: client, Namespace: cfg.dropIn.probeNamespace, Wait: cfg.dropIn.probeWait}
+		if err := probe.Check(ctx); err != nil {
+			return fmt.Errorf("drop-in mode: %w", err)
+		}
+	}
 	conn, err := plannerConn(cfg)
 	if err != nil {
 		return fmt.Errorf("planner client: %w", err)
@@ -130,7 +175,8 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	}
 	ctrl, err := controller.New(controller.Config{
 		Client: client, Informers: factory, Planner: planner,
-		ManagedBy: cfg.managedBy, Finalizer: cfg.finalizer, Log: log, Metrics: metrics,
+		ManagedBy: cfg.managedBy, DropIn: cfg.dropIn.enabled, EventSource: cfg.eventSource(),
+		Finalizer: cfg.trackingFinalizer(), Log: log, Metrics: metrics,
 		NamespaceWeights: shares,
 	})
 	if err != nil {

@@ -7,6 +7,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
@@ -73,6 +75,12 @@ type Config struct {
 	Planner   Planner
 	// ManagedBy is the spec.managedBy value of the Jobs to run.
 	ManagedBy string
+	// DropIn runs the Jobs of the built-in Job controller too (spec.managedBy
+	// unset or BuiltinManagedBy), in its place.
+	DropIn bool
+	// EventSource is the component of the events recorded; empty is
+	// "jobplane-executor".
+	EventSource string
 	// Finalizer is the pod tracking finalizer.
 	Finalizer string
 	Clock     clock.WithTicker
@@ -114,7 +122,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Log = slog.Default()
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = NewMetrics()
+		cfg.Metrics = NewMetrics(cfg.DropIn)
 	}
 	broadcaster := record.NewBroadcaster()
 	jobInformer := cfg.Informers.Batch().V1().Jobs()
@@ -133,7 +141,7 @@ func New(cfg Config) (*Controller, error) {
 			workqueue.NewTypedItemExponentialFailureRateLimiter[orphanKey](defaultJobAPIBackoff, maxJobAPIBackoff),
 			fairqueue.Config{Name: "jobplane_orphan_pod", Clock: cfg.Clock, Weights: cfg.NamespaceWeights}),
 		events:   broadcaster,
-		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "jobplane-executor"}),
+		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: cmp.Or(cfg.EventSource, "jobplane-executor")}),
 		metrics:  cfg.Metrics,
 	}
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{controllerUIDIndex: indexByController}); err != nil {
@@ -278,7 +286,10 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 	if err := c.state.EnsureReady(key, c.stores); err != nil {
 		// Planning from a cache older than our own writes could create
 		// or count pods twice; the retry comes once it caught up.
-		c.metrics.staleCacheSkips.Inc()
+		var stale *jobstate.StaleCacheError
+		if errors.As(err, &stale) {
+			c.metrics.recordStaleSkip(stale.Resource)
+		}
 		return nil, nil, shared, err
 	}
 	// The state is read before the pods, as the reference checks its
@@ -408,8 +419,14 @@ func (c *Controller) podWritten(pod *corev1.Pod) {
 	}
 }
 
+// BuiltinManagedBy is the spec.managedBy of the built-in Job controller's
+// Jobs, as unset is.
+const BuiltinManagedBy = "kubernetes.io/job-controller"
+
+// managed says whether the Job is one the controller runs.
 func (c *Controller) managed(job *batchv1.Job) bool {
-	return job.Spec.ManagedBy != nil && *job.Spec.ManagedBy == c.cfg.ManagedBy
+	managedBy := ptr.Deref(job.Spec.ManagedBy, "")
+	return managedBy == c.cfg.ManagedBy || c.cfg.DropIn && (managedBy == "" || managedBy == BuiltinManagedBy)
 }
 
 func isFinished(job *batchv1.Job) bool {

@@ -17,8 +17,13 @@ import (
 // syncJobBatchPeriod; an activeDeadlineSeconds change syncs at the deadline.
 
 func (c *Controller) addJob(obj any) {
-	if job, ok := obj.(*batchv1.Job); ok && c.managed(job) {
+	job, ok := obj.(*batchv1.Job)
+	switch {
+	case !ok:
+	case c.managed(job):
 		c.enqueue(job, 0)
+	case job.Spec.ManagedBy != nil:
+		c.metrics.recordExternalJob(*job.Spec.ManagedBy)
 	}
 }
 
@@ -78,6 +83,7 @@ func keyOf(job *batchv1.Job) string { return job.Namespace + "/" + job.Name }
 // adopt it.
 func (c *Controller) addPod(obj any) {
 	pod := obj.(*corev1.Pod)
+	c.recordFinishedWithFinalizer(nil, pod)
 	if pod.DeletionTimestamp != nil {
 		// Seen for the first time while being deleted (after a restart):
 		// not a creation to observe.
@@ -108,6 +114,7 @@ func (c *Controller) addPod(obj any) {
 
 func (c *Controller) updatePod(old, cur any) {
 	oldPod, curPod := old.(*corev1.Pod), cur.(*corev1.Pod)
+	c.recordFinishedWithFinalizer(oldPod, curPod)
 	if curPod.ResourceVersion == oldPod.ResourceVersion {
 		return // a periodic resync
 	}
@@ -153,6 +160,9 @@ func (c *Controller) updatePod(old, cur any) {
 // deletePod observes a deletion (final) or a deletion timestamp.
 func (c *Controller) deletePod(obj any, final bool) {
 	pod, ok := obj.(*corev1.Pod)
+	if ok && final {
+		c.recordFinishedWithFinalizer(pod, nil)
+	}
 	if !ok {
 		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
 		if !ok {
@@ -185,14 +195,37 @@ func (c *Controller) deletePod(obj any, final bool) {
 	c.enqueue(job, syncJobBatchPeriod)
 }
 
+// recordFinishedWithFinalizer counts, as the reference does, a pod that
+// became finished with the tracking finalizer, or stopped being so (nil is
+// no pod).
+func (c *Controller) recordFinishedWithFinalizer(old, cur *corev1.Pod) {
+	if was, is := c.finishedWithFinalizer(old), c.finishedWithFinalizer(cur); was != is {
+		c.metrics.recordTrackedTermination(is)
+	}
+}
+
+func (c *Controller) finishedWithFinalizer(pod *corev1.Pod) bool {
+	return pod != nil && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) && c.hasFinalizer(pod)
+}
+
 // resolveControllerRef returns the jobplane Job a controller reference
 // names, or nil.
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *batchv1.Job {
+	if job := c.controllerJob(namespace, ref); job != nil && c.managed(job) {
+		return job
+	}
+	return nil
+}
+
+// controllerJob is the Job of namespace that ref names, whoever manages it;
+// nil when there is none (a reference to a Job of another namespace names
+// none: owner references are namespace-local).
+func (c *Controller) controllerJob(namespace string, ref *metav1.OwnerReference) *batchv1.Job {
 	if ref.Kind != "Job" || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
 		return nil
 	}
 	job, err := c.jobs.Jobs(namespace).Get(ref.Name)
-	if err != nil || job.UID != ref.UID || !c.managed(job) {
+	if err != nil || job.UID != ref.UID {
 		return nil
 	}
 	return job

@@ -4,54 +4,97 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/executor/internal/jobstate"
 )
 
 // Metrics are the reference Job controller's metrics under a jobplane_
-// prefix (same names after it, same labels), and the executor's own.
+// prefix (same names after it, same labels), and the executor's own; in
+// drop-in mode the reference's under its own names too (job_controller_*),
+// so that the dashboards and alerts of a cluster keep working when the
+// executor takes the built-in controller's place.
 type Metrics struct {
-	syncDuration      *prometheus.HistogramVec
-	syncs             *prometheus.CounterVec
-	jobsFinished      *prometheus.CounterVec
-	podsFinished      *prometheus.CounterVec
-	failurePolicy     *prometheus.CounterVec
-	podsCreated       *prometheus.CounterVec
-	indexesFinished   *prometheus.CounterVec
+	// syncMetrics are jobplane's; reference the job_controller_ ones, or
+	// nil.
+	syncMetrics
+	reference         *syncMetrics
 	finalizersRemoved *prometheus.CounterVec
 	apiRequests       *prometheus.CounterVec
 	apiRequestsPerJob prometheus.Histogram
 	perJob            jobRequestCounts
 	plannerDuration   prometheus.Histogram
 	plannerErrors     prometheus.Counter
-	staleCacheSkips   prometheus.Counter
 }
 
-// NewMetrics returns unregistered metrics.
-func NewMetrics() *Metrics {
-	return &Metrics{
+// syncMetrics are the reference Job controller's metrics of what syncs do,
+// under one name prefix.
+type syncMetrics struct {
+	syncDuration    *prometheus.HistogramVec
+	syncs           *prometheus.CounterVec
+	jobsFinished    *prometheus.CounterVec
+	podsFinished    *prometheus.CounterVec
+	failurePolicy   *prometheus.CounterVec
+	podsCreated     *prometheus.CounterVec
+	indexesFinished *prometheus.CounterVec
+	staleSyncSkips  *prometheus.CounterVec
+	// trackedTerminations counts pods becoming finished with the tracking
+	// finalizer ("add") or ceasing to be ("delete"); externalJobs the Jobs
+	// added that another controller manages.
+	trackedTerminations *prometheus.CounterVec
+	externalJobs        *prometheus.CounterVec
+}
+
+// ReferencePrefix is the reference Job controller's metrics subsystem.
+const ReferencePrefix = "job_controller_"
+
+func newSyncMetrics(prefix string) syncMetrics {
+	return syncMetrics{
 		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "jobplane_job_sync_duration_seconds", Help: "Time of one Job sync: snapshot, planner call and the plan performed.",
+			Name: prefix + "job_sync_duration_seconds", Help: "Time of one Job sync: snapshot, planner call and the plan performed.",
 			Buckets: prometheus.ExponentialBuckets(0.004, 2, 15),
 		}, []string{"completion_mode", "result", "action"}),
 		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jobplane_job_syncs_total", Help: "Job syncs.",
+			Name: prefix + "job_syncs_total", Help: "Job syncs.",
 		}, []string{"completion_mode", "result", "action"}),
 		jobsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jobplane_jobs_finished_total", Help: "Jobs finished.",
+			Name: prefix + "jobs_finished_total", Help: "Jobs finished.",
 		}, []string{"completion_mode", "result", "reason"}),
 		podsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jobplane_job_pods_finished_total", Help: "Finished pods counted in Job status.",
+			Name: prefix + "job_pods_finished_total", Help: "Finished pods counted in Job status.",
 		}, []string{"completion_mode", "result"}),
 		failurePolicy: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jobplane_pod_failures_handled_by_failure_policy_total", Help: "Pod failures handled by a pod failure policy, by action.",
+			Name: prefix + "pod_failures_handled_by_failure_policy_total", Help: "Pod failures handled by a pod failure policy, by action.",
 		}, []string{"action"}),
 		podsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jobplane_job_pods_creation_total", Help: "Pods created for Jobs, by reason and status.",
+			Name: prefix + "job_pods_creation_total", Help: "Pods created for Jobs, by reason and status.",
 		}, []string{"reason", "status"}),
 		indexesFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jobplane_job_finished_indexes_total", Help: "Finished indexes of Indexed Jobs.",
+			Name: prefix + "job_finished_indexes_total", Help: "Finished indexes of Indexed Jobs.",
 		}, []string{"status", "backoffLimit"}),
+		staleSyncSkips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: prefix + "stale_sync_skips_total", Help: "Syncs put off because a cache had not yet seen the executor's own last write, by the cache's API group and resource.",
+		}, []string{"group", "resource"}),
+		trackedTerminations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: prefix + "terminated_pods_tracking_finalizer_total", Help: "Terminated pods (Succeeded or Failed) with the tracking finalizer: add when one is seen, delete when it is gone or lost the finalizer.",
+		}, []string{"event"}),
+		externalJobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: prefix + "jobs_by_external_controller_total", Help: "Jobs added whose spec.managedBy names another controller, by that name.",
+		}, []string{"controller_name"}),
+	}
+}
+
+func (s *syncMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.syncDuration, s.syncs, s.jobsFinished, s.podsFinished, s.failurePolicy, s.podsCreated, s.indexesFinished, s.staleSyncSkips,
+		s.trackedTerminations, s.externalJobs}
+}
+
+// NewMetrics returns unregistered metrics; withReferenceNames adds the
+// reference's (drop-in mode).
+func NewMetrics(withReferenceNames bool) *Metrics {
+	m := &Metrics{
+		syncMetrics: newSyncMetrics("jobplane_"),
 		finalizersRemoved: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jobplane_pod_tracking_finalizer_removals_total", Help: "Tracking finalizers removed: from finished pods, before deletion, from orphans.",
 		}, []string{"cause"}),
@@ -67,24 +110,38 @@ func NewMetrics() *Metrics {
 			Name: "jobplane_planner_call_duration_seconds", Help: "Round trip of one PlanSync over the stream.",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
 		}),
-		staleCacheSkips: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "jobplane_job_sync_stale_cache_skips_total", Help: "Syncs put off because the cache had not yet seen the executor's own last write (the reference's job_controller_requeue_skips).",
-		}),
 		plannerErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "jobplane_planner_errors_total", Help: "Syncs that got no plan (planner unavailable or snapshot refused); no action was taken.",
 		}),
 	}
+	if withReferenceNames {
+		reference := newSyncMetrics(ReferencePrefix)
+		m.reference = &reference
+	}
+	return m
 }
 
 // Register adds the metrics to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.syncDuration, m.syncs, m.jobsFinished, m.podsFinished, m.failurePolicy,
-		m.podsCreated, m.indexesFinished, m.finalizersRemoved, m.apiRequests, m.apiRequestsPerJob, m.plannerDuration, m.plannerErrors, m.staleCacheSkips} {
+	all := append(m.syncMetrics.collectors(), m.finalizersRemoved, m.apiRequests, m.apiRequestsPerJob, m.plannerDuration, m.plannerErrors)
+	if m.reference != nil {
+		all = append(all, m.reference.collectors()...)
+	}
+	for _, c := range all {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// each runs record on jobplane's sync metrics and, in drop-in mode, on the
+// reference-named ones.
+func (m *Metrics) each(record func(*syncMetrics)) {
+	record(&m.syncMetrics)
+	if m.reference != nil {
+		record(m.reference)
+	}
 }
 
 func (m *Metrics) recordSync(p *plan.Plan, err error, d time.Duration) {
@@ -93,36 +150,68 @@ func (m *Metrics) recordSync(p *plan.Plan, err error, d time.Duration) {
 		result = "error"
 	}
 	labels := []string{p.Metrics.CompletionMode, result, p.Metrics.SyncAction}
-	m.syncDuration.WithLabelValues(labels...).Observe(d.Seconds())
-	m.syncs.WithLabelValues(labels...).Inc()
+	m.each(func(s *syncMetrics) {
+		s.syncDuration.WithLabelValues(labels...).Observe(d.Seconds())
+		s.syncs.WithLabelValues(labels...).Inc()
+	})
 }
 
 // recordPlan counts what a plan performed in full did.
 func (m *Metrics) recordPlan(p *plan.Plan) {
-	pm := p.Metrics
+	m.each(func(s *syncMetrics) { s.recordPlan(p.Metrics) })
+}
+
+func (s *syncMetrics) recordPlan(pm plan.Metrics) {
 	if pm.FinishedResult != "" {
-		m.jobsFinished.WithLabelValues(pm.CompletionMode, pm.FinishedResult, pm.FinishedReason).Inc()
+		s.jobsFinished.WithLabelValues(pm.CompletionMode, pm.FinishedResult, pm.FinishedReason).Inc()
 	}
 	if pm.PodsSucceeded > 0 {
-		m.podsFinished.WithLabelValues(pm.CompletionMode, "succeeded").Add(float64(pm.PodsSucceeded))
+		s.podsFinished.WithLabelValues(pm.CompletionMode, "succeeded").Add(float64(pm.PodsSucceeded))
 	}
 	if pm.PodsFailed > 0 {
-		m.podsFinished.WithLabelValues(pm.CompletionMode, "failed").Add(float64(pm.PodsFailed))
+		s.podsFinished.WithLabelValues(pm.CompletionMode, "failed").Add(float64(pm.PodsFailed))
 	}
 	for action, n := range pm.PodFailuresByPolicyAction {
-		m.failurePolicy.WithLabelValues(action).Add(float64(n))
+		s.failurePolicy.WithLabelValues(action).Add(float64(n))
 	}
 	if pm.IndexesSucceeded > 0 {
-		m.indexesFinished.WithLabelValues("succeeded", pm.BackoffLimit).Add(float64(pm.IndexesSucceeded))
+		s.indexesFinished.WithLabelValues("succeeded", pm.BackoffLimit).Add(float64(pm.IndexesSucceeded))
 	}
 	if pm.IndexesFailed > 0 {
-		m.indexesFinished.WithLabelValues("failed", pm.BackoffLimit).Add(float64(pm.IndexesFailed))
+		s.indexesFinished.WithLabelValues("failed", pm.BackoffLimit).Add(float64(pm.IndexesFailed))
 	}
+}
+
+// recordStaleSkip counts a sync put off for the cache of resource
+// (jobstate.Pods or jobstate.Jobs).
+func (m *Metrics) recordStaleSkip(resource string) {
+	group := ""
+	if resource == jobstate.Jobs {
+		group = batchv1.GroupName
+	}
+	m.each(func(s *syncMetrics) { s.staleSyncSkips.WithLabelValues(group, resource).Inc() })
+}
+
+// recordTrackedTermination counts a pod becoming finished with the tracking
+// finalizer (added) or ceasing to be.
+func (m *Metrics) recordTrackedTermination(added bool) {
+	event := "delete"
+	if added {
+		event = "add"
+	}
+	m.each(func(s *syncMetrics) { s.trackedTerminations.WithLabelValues(event).Inc() })
+}
+
+// recordExternalJob counts a Job added that controller manages.
+func (m *Metrics) recordExternalJob(controller string) {
+	m.each(func(s *syncMetrics) { s.externalJobs.WithLabelValues(controller).Inc() })
 }
 
 // recordCreations counts as the reference does, which also counts failed
 // creations as succeeded (its goroutine does not return after a failure).
 func (m *Metrics) recordCreations(reason string, succeeded, failed int) {
-	m.podsCreated.WithLabelValues(reason, "succeeded").Add(float64(succeeded + failed))
-	m.podsCreated.WithLabelValues(reason, "failed").Add(float64(failed))
+	m.each(func(s *syncMetrics) {
+		s.podsCreated.WithLabelValues(reason, "succeeded").Add(float64(succeeded + failed))
+		s.podsCreated.WithLabelValues(reason, "failed").Add(float64(failed))
+	})
 }

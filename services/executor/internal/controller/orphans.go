@@ -111,8 +111,12 @@ func (c *Controller) releaseOrphan(ctx context.Context, pod *corev1.Pod) error {
 		if ref.Kind != "Job" || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
 			return nil // another kind of owner: not ours to touch
 		}
-		if job := c.resolveControllerRef(pod.Namespace, ref); job != nil && !isFinished(job) {
-			return nil // adopted or still running: its syncs count the pod
+		// A pod whose controller Job exists is never an orphan of ours while
+		// the Job runs or is another controller's (spec.managedBy): that
+		// controller may use the same finalizer (drop-in mode shares the
+		// built-in's), and only it may take it off.
+		if job := c.controllerJob(pod.Namespace, ref); job != nil && (!c.managed(job) || !isFinished(job)) {
+			return nil
 		}
 	}
 	err := c.pods.removeFinalizer(ctx, pod.Namespace, pod.Name, pod.UID, c.cfg.Finalizer)

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 )
 
 // TestOrphanFinalizerCleanup pins the reference's handleSingleOrphanPod:
@@ -17,6 +18,8 @@ import (
 func TestOrphanFinalizerCleanup(t *testing.T) {
 	job := newJob("job")
 	done := newJob("done", finished)
+	foreign := newJob("foreign", managedBy(ptr.To("example.com/other")))
+	foreignDone := newJob("foreign-done", managedBy(ptr.To("example.com/other")), finished)
 	removeFinalizer := func(name string) string {
 		return fmt.Sprintf(`{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q],"uid":"%s-uid"}}`, testFinalizer, name)
 	}
@@ -48,6 +51,16 @@ func TestOrphanFinalizerCleanup(t *testing.T) {
 	}, {
 		name:    "pod of a running jobplane Job: untouched",
 		objects: []runtime.Object{job, newPod("pod", job)},
+		key:     byName("pod"),
+	}, {
+		// TestManagedBy_UsingReservedJobFinalizers of the reference: the
+		// finalizer may be shared with the Job's own controller.
+		name:    "pod with our finalizer of a running Job another controller manages: untouched",
+		objects: []runtime.Object{foreign, newPod("pod", foreign)},
+		key:     byName("pod"),
+	}, {
+		name:    "pod with our finalizer of a finished Job another controller manages: untouched",
+		objects: []runtime.Object{foreignDone, newPod("pod", foreignDone, succeeded)},
 		key:     byName("pod"),
 	}, {
 		name:    "pod controlled by a ReplicaSet: untouched",

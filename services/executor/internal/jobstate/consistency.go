@@ -38,9 +38,20 @@ func (s *Store) WroteAt(key, resource, rv string) {
 	j.written[resource] = rv
 }
 
-// EnsureReady fails while a store has not yet seen the Job's last write of
-// its resource, so that a sync never plans from a cache older than its own
-// writes; once every store caught up the record is dropped.
+// StaleCacheError: the cache of Resource has not yet seen the executor's
+// own last write to it.
+type StaleCacheError struct {
+	Resource, Read, Written string
+}
+
+func (e *StaleCacheError) Error() string {
+	return fmt.Sprintf("the %s cache has seen resourceVersion %s, older than the %s written", e.Resource, e.Read, e.Written)
+}
+
+// EnsureReady fails (StaleCacheError) while a store has not yet seen the
+// Job's last write of its resource, so that a sync never plans from a cache
+// older than its own writes; once every store caught up the record is
+// dropped.
 func (s *Store) EnsureReady(key string, stores map[string]LastSyncRVGetter) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,7 +69,7 @@ func (s *Store) EnsureReady(key string, stores map[string]LastSyncRVGetter) erro
 			continue
 		}
 		if cmp, err := resourceversion.CompareResourceVersion(wrote, read); err == nil && cmp > 0 {
-			return fmt.Errorf("the %s cache has seen resourceVersion %s, older than the %s written", resource, read, wrote)
+			return &StaleCacheError{Resource: resource, Read: read, Written: wrote}
 		}
 	}
 	j.written = nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -29,7 +30,8 @@ import (
 func TestTheExecutorsRolesAreExactlyWhatItUses(t *testing.T) {
 	apiserver := kubetest.StartAPIServer(t)
 	deploy := filepath.Join("..", "..", "..", "..", "deploy", "kubernetes")
-	apiserver.Apply(t, filepath.Join(deploy, "00-namespace.yaml"), filepath.Join(deploy, "20-rbac.yaml"))
+	apiserver.Apply(t, filepath.Join(deploy, "00-namespace.yaml"), filepath.Join(deploy, "20-rbac.yaml"),
+		filepath.Join(deploy, "..", "drop-in", "rbac.yaml"))
 	identity := apiserver.ServiceAccountConfig(t, "jobplane-system", "jobplane-executor")
 	executor, err := kubernetes.NewForConfig(identity)
 	if err != nil {
@@ -142,6 +144,11 @@ func TestTheExecutorsRolesAreExactlyWhatItUses(t *testing.T) {
 				[]byte(`{"count":2}`), metav1.PatchOptions{DryRun: dryRun})
 			return err
 		}},
+		// Drop-in mode's probe for the built-in Job controller.
+		{"create the drop-in probe Job", func(ctx context.Context) error {
+			_, err := executor.BatchV1().Jobs("jobplane-system").Create(ctx, dropInProbe(), metav1.CreateOptions{DryRun: dryRun})
+			return err
+		}},
 		// Leader election.
 		{"hold the Lease", func(ctx context.Context) error {
 			leases := executor.CoordinationV1().Leases("jobplane-system")
@@ -172,11 +179,18 @@ func TestTheExecutorsRolesAreExactlyWhatItUses(t *testing.T) {
 
 	// Within the caches' TTL plus the API server's own RBAC propagation.
 	within := authTTL + 3*time.Second
-	for _, role := range []struct{ namespace, name string }{{"", "jobplane-executor"}, {"jobplane-system", "jobplane-executor-leader"}} {
+	for _, role := range []struct{ namespace, name string }{{"", "jobplane-executor"}, {"jobplane-system", "jobplane-executor-leader"}, {"jobplane-system", "jobplane-executor-drop-in-probe"}} {
 		if unneeded := apiserver.EachPermissionIsNeeded(t, role.namespace, role.name, within, probe); len(unneeded) > 0 {
 			t.Errorf("%s grants what the executor does not use: %v", role.name, unneeded)
 		}
 	}
+}
+
+// dropInProbe is a Job as drop-in mode's probe creates it.
+func dropInProbe() *batchv1.Job {
+	j := job("jobplane-system", "jobplane-drop-in-probe")
+	j.UID, j.ResourceVersion, j.Spec.ManagedBy, j.Spec.Suspend = "", "", nil, ptr.To(true)
+	return j
 }
 
 // listAndWatch lists resource in every namespace and watches from there,
