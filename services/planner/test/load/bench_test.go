@@ -3,9 +3,13 @@ package load
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,27 +34,24 @@ import (
 // 10,000-pod PlanSync from `concurrency` goroutines for floodFor at a fresh
 // planner (GOMEMLIMIT=memoryLimit, default flags), while the executor's
 // identity (system level) plans a 100-pod Job every 100 ms. The flood sends
-// bytes encoded once (the client shares the machine's two cores with the
-// planner) and, shed, waits the RetryInfo delay, as jobplane's clients do.
-// It reports calls/s served and shed, the planner's peak RSS, and the
-// executor's p99 (concurrency=0 is its p99 without a flood). Run with:
+// bytes encoded once and, shed, waits the RetryInfo delay, as jobplane's
+// clients do; it runs in a process of its own (a child of the benchmark),
+// as an outside caller does, on the same two cores as the planner and the
+// executor's calls. It reports calls/s served and shed, the planner's peak
+// RSS, and the executor's p99 (concurrency=0 is its p99 without a flood).
+// Run with:
 //
 //	go test -run '^$' -bench Flood -benchtime 1x ./services/planner/test/load/
 //
-// With FLOOD_SEPARATE_PLANNER=1 the executor plans on a second planner
-// process the flood does not reach: what the machine's two shared cores
-// alone cost its p99.
+// With FLOOD_SAME_PROCESS=1 the flood runs in the benchmark's own process,
+// beside the executor's calls (whose latency then includes the flood's
+// client, starved of the same cores). With FLOOD_SEPARATE_PLANNER=1 the
+// executor plans on a second planner process the flood does not reach: what
+// the machine's two shared cores alone cost its p99.
 func BenchmarkFlood(b *testing.B) {
 	bin := kubetest.BuildBinary(b, "./services/planner/cmd/planner")
-	state := scalestate.New(jobPods)
-	big, err := proto.MarshalOptions{Deterministic: true}.Marshal(
-		(&plan.Snapshot{Job: state.Job, Pods: state.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request())
-	if err != nil {
-		b.Fatal(err)
-	}
 	small := scalestate.New(100)
 	smallReq := (&plan.Snapshot{Job: small.Job, Pods: small.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request()
-	const floodFor = 20 * time.Second
 	for _, concurrency := range []int{0, 1, 16, 128, 512} {
 		b.Run(fmt.Sprintf("concurrency=%d", concurrency), func(b *testing.B) {
 			for range b.N {
@@ -64,36 +65,18 @@ func BenchmarkFlood(b *testing.B) {
 					executorsPlanner = kubetest.StartProcess(b, "executors-planner", bin, "-shutdown-drain", "0s",
 						"-tls-cert-file", server.CertFile, "-tls-key-file", server.KeyFile, "-client-ca-file", ca.CertFile, "-system-users", "executor")
 				}
-				flooder, executor := certConn(b, ca, planner, "flooder"), jobplanev1.NewPlannerServiceClient(certConn(b, ca, executorsPlanner, "executor"))
+				executor := jobplanev1.NewPlannerServiceClient(certConn(b, ca, executorsPlanner.GRPCAddr, "executor"))
 
-				ctx, cancel := context.WithTimeout(context.Background(), floodFor)
-				var served, shed, other atomic.Int64
-				var wg sync.WaitGroup
-				for range concurrency {
-					wg.Go(func() {
-						for ctx.Err() == nil {
-							err := flooder.Invoke(ctx, jobplanev1.PlannerService_PlanSync_FullMethodName, encoded(big), &jobplanev1.PlanSyncResponse{})
-							switch {
-							case err == nil:
-								served.Add(1)
-							case status.Code(err) == codes.ResourceExhausted:
-								shed.Add(1)
-								delay, _ := retryinfo.Delay(err)
-								select {
-								case <-time.After(max(delay, 100*time.Millisecond)):
-								case <-ctx.Done():
-								}
-							case ctx.Err() == nil && status.Code(err) != codes.DeadlineExceeded && status.Code(err) != codes.Canceled:
-								// The window's end cuts the calls in flight: not
-								// the planner's answer.
-								other.Add(1)
-								b.Logf("flood call: %v", err)
-							}
-						}
-					})
+				target := floodTarget{addr: planner.GRPCAddr, caFile: ca.CertFile, client: ca.ClientCert(b, "flooder"), concurrency: concurrency}
+				counts := make(chan floodCounts, 1)
+				if os.Getenv("FLOOD_SAME_PROCESS") != "" {
+					go func() { counts <- flood(b, target) }()
+				} else {
+					go func() { counts <- floodFromChild(b, target) }()
 				}
+				deadline := time.Now().Add(floodFor)
 				var latencies []time.Duration
-				for ctx.Err() == nil {
+				for time.Now().Before(deadline) {
 					start := time.Now()
 					if _, err := executor.PlanSync(context.Background(), smallReq); err != nil {
 						b.Errorf("the executor's plan: %v", err)
@@ -101,13 +84,12 @@ func BenchmarkFlood(b *testing.B) {
 					latencies = append(latencies, time.Since(start))
 					time.Sleep(100 * time.Millisecond)
 				}
-				wg.Wait()
-				cancel()
+				got := <-counts
 				slices.Sort(latencies)
 				p99 := latencies[len(latencies)*99/100]
-				b.ReportMetric(float64(served.Load())/floodFor.Seconds(), "served/s")
-				b.ReportMetric(float64(shed.Load())/floodFor.Seconds(), "shed/s")
-				b.ReportMetric(float64(other.Load()), "other-errors")
+				b.ReportMetric(float64(got.Served)/floodFor.Seconds(), "served/s")
+				b.ReportMetric(float64(got.Shed)/floodFor.Seconds(), "shed/s")
+				b.ReportMetric(float64(got.Other), "other-errors")
 				b.ReportMetric(float64(planner.PeakRSS(b)>>20), "peak-RSS-MiB")
 				b.ReportMetric(float64(p99.Microseconds())/1000, "executor-p99-ms")
 			}
@@ -115,19 +97,140 @@ func BenchmarkFlood(b *testing.B) {
 	}
 }
 
+// floodFor is how long a flood lasts.
+const floodFor = 20 * time.Second
+
+// floodTarget is whom a flood calls, as whom, with how many calls at once.
+type floodTarget struct {
+	addr, caFile string
+	client       grpctest.KeyPair
+	concurrency  int
+}
+
+// floodCounts are a flood's answers: served, shed (RESOURCE_EXHAUSTED) and
+// any other.
+type floodCounts struct{ Served, Shed, Other int64 }
+
+// flood sends the 10,000-pod PlanSync to target from its concurrency
+// goroutines for floodFor.
+func flood(tb testing.TB, target floodTarget) floodCounts {
+	state := scalestate.New(jobPods)
+	big, err := proto.MarshalOptions{Deterministic: true}.Marshal(
+		(&plan.Snapshot{Job: state.Job, Pods: state.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pem, err := os.ReadFile(target.caFile)
+	if err != nil || !pool.AppendCertsFromPEM(pem) {
+		tb.Fatalf("the CA %s: %v", target.caFile, err)
+	}
+	conn := dial(tb, target.addr, pool, target.client.Certificate)
+	ctx, cancel := context.WithTimeout(context.Background(), floodFor)
+	defer cancel()
+	var served, shed, other atomic.Int64
+	var wg sync.WaitGroup
+	for range target.concurrency {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				err := conn.Invoke(ctx, jobplanev1.PlannerService_PlanSync_FullMethodName, encoded(big), &jobplanev1.PlanSyncResponse{})
+				switch {
+				case err == nil:
+					served.Add(1)
+				case status.Code(err) == codes.ResourceExhausted:
+					shed.Add(1)
+					delay, _ := retryinfo.Delay(err)
+					select {
+					case <-time.After(max(delay, 100*time.Millisecond)):
+					case <-ctx.Done():
+					}
+				case ctx.Err() == nil && status.Code(err) != codes.DeadlineExceeded && status.Code(err) != codes.Canceled:
+					// The window's end cuts the calls in flight: not the
+					// planner's answer.
+					other.Add(1)
+					tb.Logf("flood call: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return floodCounts{Served: served.Load(), Shed: shed.Load(), Other: other.Load()}
+}
+
+// The child process's flood: its target in the environment, its counts as
+// JSON on the last line of its output.
+const floodTargetEnv = "JOBPLANE_FLOOD_TARGET"
+
+// floodFromChild runs flood in a child process (this test binary, running
+// TestFloodClient).
+func floodFromChild(tb testing.TB, target floodTarget) floodCounts {
+	spec, err := json.Marshal(map[string]any{"addr": target.addr, "ca": target.caFile, "cert": target.client.CertFile,
+		"key": target.client.KeyFile, "concurrency": target.concurrency})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestFloodClient$", "-test.count", "1")
+	cmd.Env = append(os.Environ(), floodTargetEnv+"="+string(spec))
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("the flooding process: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var counts floodCounts
+	for _, line := range lines {
+		if rest, ok := strings.CutPrefix(line, "flood counts: "); ok {
+			if err := json.Unmarshal([]byte(rest), &counts); err != nil {
+				tb.Fatal(err)
+			}
+			return counts
+		}
+	}
+	tb.Fatalf("the flooding process reported no counts:\n%s", out)
+	return counts
+}
+
+// TestFloodClient is BenchmarkFlood's flooding process; without
+// JOBPLANE_FLOOD_TARGET it does nothing.
+func TestFloodClient(t *testing.T) {
+	spec := os.Getenv(floodTargetEnv)
+	if spec == "" {
+		t.Skip("the flooding process of BenchmarkFlood")
+	}
+	var s struct {
+		Addr, CA, Cert, Key string
+		Concurrency         int
+	}
+	if err := json.Unmarshal([]byte(spec), &s); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.LoadX509KeyPair(s.Cert, s.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := flood(t, floodTarget{addr: s.Addr, caFile: s.CA, client: grpctest.KeyPair{Certificate: cert}, concurrency: s.Concurrency})
+	line, err := json.Marshal(counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("flood counts: %s\n", line)
+}
+
 // encoded is a request encoded once, sent as it is by the chassis' codec.
 type encoded []byte
 
 func (e encoded) MarshalWire() ([][]byte, error) { return [][]byte{e}, nil }
 
-func certConn(b *testing.B, ca *grpctest.CA, planner *kubetest.Process, user string) *grpc.ClientConn {
-	cert := ca.ClientCert(b, user)
-	conn, err := grpc.NewClient(planner.GRPCAddr,
-		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{cert.Certificate}})),
+func certConn(b *testing.B, ca *grpctest.CA, addr, user string) *grpc.ClientConn {
+	return dial(b, addr, ca.Pool, ca.ClientCert(b, user).Certificate)
+}
+
+func dial(tb testing.TB, addr string, roots *x509.CertPool, cert tls.Certificate) *grpc.ClientConn {
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}})),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20), grpcserver.CallCodec()))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { conn.Close() })
+	tb.Cleanup(func() { conn.Close() })
 	return conn
 }
