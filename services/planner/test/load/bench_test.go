@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,7 +34,8 @@ import (
 // planner (GOMEMLIMIT=memoryLimit, default flags), while the executor's
 // identity (system level) plans a 100-pod Job every 100 ms. The flood sends
 // bytes encoded once and, shed, waits the RetryInfo delay, as jobplane's
-// clients do; it runs in a process of its own (a child of the benchmark),
+// clients do; it runs in a process of its own (this test binary again, see
+// TestMain),
 // as an outside caller does, on the same two cores as the planner and the
 // executor's calls. It reports calls/s served and shed, the planner's peak
 // RSS, and the executor's p99 (concurrency=0 is its p99 without a flood).
@@ -68,12 +68,20 @@ func BenchmarkFlood(b *testing.B) {
 				executor := jobplanev1.NewPlannerServiceClient(certConn(b, ca, executorsPlanner.GRPCAddr, "executor"))
 
 				target := floodTarget{addr: planner.GRPCAddr, caFile: ca.CertFile, client: ca.ClientCert(b, "flooder"), concurrency: concurrency}
-				counts := make(chan floodCounts, 1)
-				if os.Getenv("FLOOD_SAME_PROCESS") != "" {
-					go func() { counts <- flood(b, target) }()
-				} else {
-					go func() { counts <- floodFromChild(b, target) }()
+				type result struct {
+					counts floodCounts
+					err    error
 				}
+				results := make(chan result, 1)
+				go func() {
+					var r result
+					if os.Getenv("FLOOD_SAME_PROCESS") != "" {
+						r.counts, r.err = flood(target, b.Logf)
+					} else {
+						r.counts, r.err = floodFromChild(target)
+					}
+					results <- r
+				}()
 				deadline := time.Now().Add(floodFor)
 				var latencies []time.Duration
 				for time.Now().Before(deadline) {
@@ -84,7 +92,11 @@ func BenchmarkFlood(b *testing.B) {
 					latencies = append(latencies, time.Since(start))
 					time.Sleep(100 * time.Millisecond)
 				}
-				got := <-counts
+				r := <-results
+				if r.err != nil {
+					b.Fatalf("the flood: %v", r.err)
+				}
+				got := r.counts
 				slices.Sort(latencies)
 				p99 := latencies[len(latencies)*99/100]
 				b.ReportMetric(float64(got.Served)/floodFor.Seconds(), "served/s")
@@ -112,20 +124,25 @@ type floodTarget struct {
 type floodCounts struct{ Served, Shed, Other int64 }
 
 // flood sends the 10,000-pod PlanSync to target from its concurrency
-// goroutines for floodFor.
-func flood(tb testing.TB, target floodTarget) floodCounts {
+// goroutines for floodFor; logf reports answers other than OK and
+// RESOURCE_EXHAUSTED.
+func flood(target floodTarget, logf func(string, ...any)) (floodCounts, error) {
 	state := scalestate.New(jobPods)
 	big, err := proto.MarshalOptions{Deterministic: true}.Marshal(
 		(&plan.Snapshot{Job: state.Job, Pods: state.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request())
 	if err != nil {
-		tb.Fatal(err)
+		return floodCounts{}, err
 	}
 	pool := x509.NewCertPool()
 	pem, err := os.ReadFile(target.caFile)
 	if err != nil || !pool.AppendCertsFromPEM(pem) {
-		tb.Fatalf("the CA %s: %v", target.caFile, err)
+		return floodCounts{}, fmt.Errorf("the CA %s: %v", target.caFile, err)
 	}
-	conn := dial(tb, target.addr, pool, target.client.Certificate)
+	conn, err := newConn(target.addr, pool, target.client.Certificate)
+	if err != nil {
+		return floodCounts{}, err
+	}
+	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), floodFor)
 	defer cancel()
 	var served, shed, other atomic.Int64
@@ -148,71 +165,63 @@ func flood(tb testing.TB, target floodTarget) floodCounts {
 					// The window's end cuts the calls in flight: not the
 					// planner's answer.
 					other.Add(1)
-					tb.Logf("flood call: %v", err)
+					logf("flood call: %v", err)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	return floodCounts{Served: served.Load(), Shed: shed.Load(), Other: other.Load()}
+	return floodCounts{Served: served.Load(), Shed: shed.Load(), Other: other.Load()}, nil
 }
 
-// The child process's flood: its target in the environment, its counts as
-// JSON on the last line of its output.
+// floodTargetEnv holds the child process's floodSpec, as JSON; it answers
+// its floodCounts, as JSON, on standard output.
 const floodTargetEnv = "JOBPLANE_FLOOD_TARGET"
 
-// floodFromChild runs flood in a child process (this test binary, running
-// TestFloodClient).
-func floodFromChild(tb testing.TB, target floodTarget) floodCounts {
-	spec, err := json.Marshal(map[string]any{"addr": target.addr, "ca": target.caFile, "cert": target.client.CertFile,
-		"key": target.client.KeyFile, "concurrency": target.concurrency})
+// floodSpec is a floodTarget as the child process gets it.
+type floodSpec struct {
+	Addr, CA, Cert, Key string
+	Concurrency         int
+}
+
+// floodFromChild runs flood in a child process: this test binary, whose
+// TestMain floods when floodTargetEnv is set.
+func floodFromChild(target floodTarget) (floodCounts, error) {
+	spec, err := json.Marshal(floodSpec{Addr: target.addr, CA: target.caFile, Cert: target.client.CertFile,
+		Key: target.client.KeyFile, Concurrency: target.concurrency})
 	if err != nil {
-		tb.Fatal(err)
+		return floodCounts{}, err
 	}
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestFloodClient$", "-test.count", "1")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), floodTargetEnv+"="+string(spec))
 	out, err := cmd.Output()
 	if err != nil {
-		tb.Fatalf("the flooding process: %v\n%s", err, out)
+		return floodCounts{}, fmt.Errorf("the flooding process: %v\n%s", err, out)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var counts floodCounts
-	for _, line := range lines {
-		if rest, ok := strings.CutPrefix(line, "flood counts: "); ok {
-			if err := json.Unmarshal([]byte(rest), &counts); err != nil {
-				tb.Fatal(err)
-			}
-			return counts
-		}
+	if err := json.Unmarshal(out, &counts); err != nil {
+		return floodCounts{}, fmt.Errorf("the flooding process's counts %q: %v", out, err)
 	}
-	tb.Fatalf("the flooding process reported no counts:\n%s", out)
-	return counts
+	return counts, nil
 }
 
-// TestFloodClient is BenchmarkFlood's flooding process; without
-// JOBPLANE_FLOOD_TARGET it does nothing.
-func TestFloodClient(t *testing.T) {
-	spec := os.Getenv(floodTargetEnv)
-	if spec == "" {
-		t.Skip("the flooding process of BenchmarkFlood")
-	}
-	var s struct {
-		Addr, CA, Cert, Key string
-		Concurrency         int
-	}
+// floodChild is the child process's work: the flood of spec, its counts as
+// JSON on standard output.
+func floodChild(spec string) error {
+	var s floodSpec
 	if err := json.Unmarshal([]byte(spec), &s); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	cert, err := tls.LoadX509KeyPair(s.Cert, s.Key)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	counts := flood(t, floodTarget{addr: s.Addr, caFile: s.CA, client: grpctest.KeyPair{Certificate: cert}, concurrency: s.Concurrency})
-	line, err := json.Marshal(counts)
+	counts, err := flood(floodTarget{addr: s.Addr, caFile: s.CA, client: grpctest.KeyPair{Certificate: cert}, concurrency: s.Concurrency},
+		func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) })
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	fmt.Printf("flood counts: %s\n", line)
+	return json.NewEncoder(os.Stdout).Encode(counts)
 }
 
 // encoded is a request encoded once, sent as it is by the chassis' codec.
@@ -221,16 +230,16 @@ type encoded []byte
 func (e encoded) MarshalWire() ([][]byte, error) { return [][]byte{e}, nil }
 
 func certConn(b *testing.B, ca *grpctest.CA, addr, user string) *grpc.ClientConn {
-	return dial(b, addr, ca.Pool, ca.ClientCert(b, user).Certificate)
+	conn, err := newConn(addr, ca.Pool, ca.ClientCert(b, user).Certificate)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return conn
 }
 
-func dial(tb testing.TB, addr string, roots *x509.CertPool, cert tls.Certificate) *grpc.ClientConn {
-	conn, err := grpc.NewClient(addr,
+func newConn(addr string, roots *x509.CertPool, cert tls.Certificate) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr,
 		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}})),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20), grpcserver.CallCodec()))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { conn.Close() })
-	return conn
 }
