@@ -96,7 +96,8 @@ func (x *Expectations) GetRecordedAt() *timestamppb.Timestamp {
 // BackoffRecord is the executor's memory of recent pod failures of a Job,
 // from which the delay before creating replacement pods is computed:
 // min(10s * 2^(n-1), 10m) since the last failure, n = failures after the last
-// success.
+// success (10s and 10m are the planner's -pod-failure-backoff and
+// -max-pod-failure-backoff, the reference's by default).
 type BackoffRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Pod failures seen since the last pod success.

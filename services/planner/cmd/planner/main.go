@@ -10,11 +10,13 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/services/planner/internal/engine"
 	"github.com/jobplane/jobplane/services/planner/internal/svc"
 )
 
 func main() {
-	cfg := svc.Config{StreamSnapshotMaxPods: svc.DefaultStreamSnapshotMaxPods}
+	cfg := svc.Config{StreamSnapshotMaxPods: svc.DefaultStreamSnapshotMaxPods,
+		PodFailureBackoff: engine.PodFailureBackoff{Initial: engine.DefaultPodFailureBackoff, Max: engine.MaxPodFailureBackoff}}
 	server := grpcserver.Defaults("127.0.0.1:50051", "127.0.0.1:9091")
 	// Planning is CPU-bound: outside callers get every core but one, so
 	// the executor's plans (the system level) always find one.
@@ -25,10 +27,17 @@ func main() {
 		Flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&cfg.StreamSnapshotMaxPods, "stream-snapshot-max-pods", cfg.StreamSnapshotMaxPods,
 				"the most pods of the snapshots StreamPlanSync keeps, over all streams, as bases of deltas, each Job counting as one pod more; the least recently used are evicted (0: none kept, every delta is answered FAILED_PRECONDITION)")
+			fs.DurationVar(&cfg.PodFailureBackoff.Initial, "pod-failure-backoff", cfg.PodFailureBackoff.Initial,
+				"delay before a failed pod is replaced, doubled with each further failure (the reference's DefaultJobPodFailureBackOff)")
+			fs.DurationVar(&cfg.PodFailureBackoff.Max, "max-pod-failure-backoff", cfg.PodFailureBackoff.Max,
+				"the longest delay before a failed pod is replaced (the reference's MaxJobPodFailureBackOff)")
 		},
 		Setup: func(_ context.Context, srv *grpcserver.Server, _ *slog.Logger) error {
 			if cfg.StreamSnapshotMaxPods < 0 {
 				return fmt.Errorf("-stream-snapshot-max-pods %d: must not be negative", cfg.StreamSnapshotMaxPods)
+			}
+			if b := cfg.PodFailureBackoff; b.Initial <= 0 || b.Max < b.Initial {
+				return fmt.Errorf("-pod-failure-backoff %s and -max-pod-failure-backoff %s: the first must be positive and the second no shorter", b.Initial, b.Max)
 			}
 			srv.RegisterService(&jobplanev1.PlannerService_ServiceDesc, svc.NewPlannerServiceWith(cfg))
 			return nil

@@ -601,10 +601,44 @@ func TestRemainingBackoff(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			last := now.Add(-tc.elapsed)
-			if got := remainingBackoff(now, tc.failures, &last); got != tc.want {
+			if got := (PodFailureBackoff{}).remaining(now, tc.failures, &last); got != tc.want {
 				t.Errorf("remaining %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A configured backoff (the planner's -pod-failure-backoff and
+// -max-pod-failure-backoff, as the reference's integration tests set its
+// package variables) replaces the reference's 10 s and 10 min, through a
+// whole sync too.
+func TestConfiguredPodFailureBackoff(t *testing.T) {
+	fast := PodFailureBackoff{Initial: time.Second, Max: 4 * time.Second}
+	for _, tc := range []struct {
+		failures int32
+		b        PodFailureBackoff
+		want     time.Duration
+	}{
+		{failures: 1, b: fast, want: time.Second},
+		{failures: 3, b: fast, want: 4 * time.Second},
+		{failures: 9, b: fast, want: 4 * time.Second},
+		{failures: 1, b: PodFailureBackoff{Initial: time.Minute, Max: 30 * time.Second}, want: 30 * time.Second},
+		{failures: 2, b: PodFailureBackoff{Max: time.Hour}, want: 20 * time.Second},
+	} {
+		last := now
+		if got := tc.b.remaining(now, tc.failures, &last); got != tc.want {
+			t.Errorf("%+v after %d failures: %v, want %v", tc.b, tc.failures, got, tc.want)
+		}
+	}
+
+	// A sync whose replacement is held back by the per-index backoff: the
+	// requeue is the configured backoff, not 10 s.
+	snap := &Snapshot{Job: ixJob(2, 2, backoffLimitPerIndex(1)), Now: now, PodFailureBackoff: fast, Pods: []*corev1.Pod{
+		ixPod("a", 0, running, failureCount(0)),
+		ixPod("b", 1, failed, failureCount(0), exitCode("x", 1, now)),
+	}}
+	if got := summarize(Sync(snap)).Requeues; !slices.Equal(got, []time.Duration{time.Second}) {
+		t.Errorf("requeues %v, want the configured 1s", got)
 	}
 }
 
@@ -623,7 +657,7 @@ func TestRemainingBackoffForIndex(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := remainingBackoffForIndex(now, tc.pod); got != tc.want {
+			if got := (PodFailureBackoff{}).remainingForIndex(now, tc.pod); got != tc.want {
 				t.Errorf("remaining %v, want %v", got, tc.want)
 			}
 		})

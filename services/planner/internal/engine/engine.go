@@ -42,6 +42,9 @@ type Snapshot struct {
 	Backoff *BackoffRecord
 	// TrackingFinalizer is the pod tracking finalizer's name.
 	TrackingFinalizer string
+	// Backoff of pod failures; zero is the reference's (10 s, at most
+	// 10 min).
+	PodFailureBackoff PodFailureBackoff
 	// Views, when not nil, are View(Pods[i], TrackingFinalizer) for each
 	// pod, kept by a caller that plans successive snapshots of mostly the
 	// same pods; the sync then does not work them out again. Not modified.
@@ -61,6 +64,7 @@ func View(p *corev1.Pod, finalizer string) PodView {
 // syncCtx is the state of one sync (the reference's syncJobCtx).
 type syncCtx struct {
 	now       time.Time
+	backoff   PodFailureBackoff
 	finalizer string
 	// job is a copy of the snapshot's Job whose status the sync rewrites.
 	job         *batchv1.Job
@@ -136,6 +140,7 @@ func newSyncCtx(s *Snapshot, plan *Plan) *syncCtx {
 	sortCanonically(pods)
 	c := &syncCtx{
 		now:                  s.Now,
+		backoff:              s.PodFailureBackoff,
 		finalizer:            finalizer,
 		job:                  &job,
 		pods:                 pods,

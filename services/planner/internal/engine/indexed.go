@@ -126,7 +126,7 @@ func (c *syncCtx) indexesReadyForCreation(indexes []int) ([]int, time.Duration) 
 	var ready []int
 	var minWait *time.Duration
 	for _, ix := range indexes {
-		wait := remainingBackoffForIndex(c.now, c.podsWithDelayedDeletionPerIndex[ix].unwrap())
+		wait := c.backoff.remainingForIndex(c.now, c.podsWithDelayedDeletionPerIndex[ix].unwrap())
 		if wait == 0 {
 			ready = append(ready, ix)
 		} else if minWait == nil || wait < *minWait {

@@ -1037,13 +1037,13 @@ func TestIndexesReadyForCreation(t *testing.T) {
 		},
 		"subset of indexes can be recreated now as the pods failed long ago": {
 			indexes: []int{1, 3},
-			delayed: map[int]*corev1.Pod{1: failedAt(0, now), 3: failedAt(0, now.Add(-defaultPodFailureBackoff))},
+			delayed: map[int]*corev1.Pod{1: failedAt(0, now), 3: failedAt(0, now.Add(-DefaultPodFailureBackoff))},
 			want:    []int{3},
 		},
 		"no index can be recreated now: wait the shortest backoff": {
 			indexes:  []int{1, 2, 3},
 			delayed:  map[int]*corev1.Pod{1: failedAt(1, now), 2: failedAt(0, now), 3: failedAt(2, now)},
-			wantWait: defaultPodFailureBackoff,
+			wantWait: DefaultPodFailureBackoff,
 		},
 		"no index can be recreated now: 1s already passed": {
 			indexes: []int{1, 2, 3},
@@ -1052,7 +1052,7 @@ func TestIndexesReadyForCreation(t *testing.T) {
 				2: failedAt(0, now.Add(-time.Second)),
 				3: failedAt(2, now.Add(-time.Second)),
 			},
-			wantWait: defaultPodFailureBackoff - time.Second,
+			wantWait: DefaultPodFailureBackoff - time.Second,
 		},
 		"backoff doubles with each failure of the index": {
 			indexes:  []int{0},
@@ -1062,7 +1062,7 @@ func TestIndexesReadyForCreation(t *testing.T) {
 		"backoff is capped": {
 			indexes:  []int{0},
 			delayed:  map[int]*corev1.Pod{0: failedAt(20, now)},
-			wantWait: maxPodFailureBackoff,
+			wantWait: MaxPodFailureBackoff,
 		},
 	}
 	for name, tc := range cases {
@@ -1141,7 +1141,7 @@ func TestSyncWithBackoffLimitPerIndex(t *testing.T) {
 			wantStatus: batchv1.JobStatus{
 				Active: 1, Terminating: ptr.To[int32](0), FailedIndexes: ptr.To(""),
 			},
-			wantRequeues: []time.Duration{defaultPodFailureBackoff},
+			wantRequeues: []time.Duration{DefaultPodFailureBackoff},
 		},
 		"per-index backoff counts the time since the last failure of the index": {
 			job:          ixJob(1, 1, backoffLimitPerIndex(3)),
@@ -1159,7 +1159,7 @@ func TestSyncWithBackoffLimitPerIndex(t *testing.T) {
 			job:          ixJob(1, 1, backoffLimitPerIndex(30)),
 			pods:         []*corev1.Pod{ixPod("a", 0, failed, failureCount(12), exitCode("x", 1, now))},
 			wantStatus:   batchv1.JobStatus{Terminating: ptr.To[int32](0), FailedIndexes: ptr.To("")},
-			wantRequeues: []time.Duration{maxPodFailureBackoff},
+			wantRequeues: []time.Duration{MaxPodFailureBackoff},
 		},
 		"per-index requeue waits at least the batch period": {
 			job:          ixJob(1, 1, backoffLimitPerIndex(3)),
@@ -1192,7 +1192,7 @@ func TestSyncWithBackoffLimitPerIndex(t *testing.T) {
 				ixPod("a", 0, failed, failureCount(0), exitCode("x", 1, now)),
 			},
 			wantStatus:   batchv1.JobStatus{Terminating: ptr.To[int32](0), FailedIndexes: ptr.To("")},
-			wantRequeues: []time.Duration{defaultPodFailureBackoff},
+			wantRequeues: []time.Duration{DefaultPodFailureBackoff},
 		},
 		"global pod failure backoff is not used with backoffLimitPerIndex": {
 			job:  ixJob(1, 1, backoffLimitPerIndex(3)),

@@ -74,7 +74,7 @@ func (c *syncCtx) manageJob() int32 {
 	}
 	c.plan.Metrics.SyncAction = SyncActionPodsCreated
 	if !hasBackoffLimitPerIndex(job) {
-		if wait := remainingBackoff(c.now, c.newBackoffRecord.FailuresAfterLastSuccess, c.newBackoffRecord.LastFailureTime); wait > 0 {
+		if wait := c.backoff.remaining(c.now, c.newBackoffRecord.FailuresAfterLastSuccess, c.newBackoffRecord.LastFailureTime); wait > 0 {
 			addRequeue(c.plan, max(wait, SyncJobBatchPeriod), "PodFailureBackoff", fmt.Sprintf(
 				"Pods missing: %d, but pod failures since the last success: %d; new pods wait %s for the failure backoff.",
 				diff, c.newBackoffRecord.FailuresAfterLastSuccess, wait))

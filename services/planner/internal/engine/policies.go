@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -153,9 +154,18 @@ func matchSucceededIndexesRule(required, succeeded orderedIntervals, succeededCo
 
 // Pod failure backoff bounds of the reference.
 const (
-	defaultPodFailureBackoff = 10 * time.Second
-	maxPodFailureBackoff     = 10 * time.Minute
+	DefaultPodFailureBackoff = 10 * time.Second
+	MaxPodFailureBackoff     = 10 * time.Minute
 )
+
+// PodFailureBackoff is the delay before pods replace failed ones: Initial
+// after the first failure, doubled with each further one up to Max. Zero
+// fields are the reference's (DefaultPodFailureBackoff,
+// MaxPodFailureBackoff); its integration tests shorten them, as a planner
+// flag does here.
+type PodFailureBackoff struct {
+	Initial, Max time.Duration
+}
 
 // nextBackoffRecord folds the newly finished pods into the record.
 func nextBackoffRecord(old BackoffRecord, newSucceeded, newFailed []*pod) BackoffRecord {
@@ -187,18 +197,19 @@ func nextBackoffRecord(old BackoffRecord, newSucceeded, newFailed []*pod) Backof
 	return rec
 }
 
-// remainingBackoff is how long to wait before creating pods after
-// failuresCount failures, the last at lastFailure: min(10s*2^(n-1), 10m)
-// since the last failure.
-func remainingBackoff(now time.Time, failuresCount int32, lastFailure *time.Time) time.Duration {
+// remaining is how long to wait before creating pods after failuresCount
+// failures, the last at lastFailure: min(initial*2^(n-1), max) since the
+// last failure (10 s and 10 min by default).
+func (b PodFailureBackoff) remaining(now time.Time, failuresCount int32, lastFailure *time.Time) time.Duration {
 	if failuresCount == 0 || lastFailure == nil {
 		return 0
 	}
-	backoff := defaultPodFailureBackoff
+	limit := cmp.Or(b.Max, MaxPodFailureBackoff)
+	backoff := min(cmp.Or(b.Initial, DefaultPodFailureBackoff), limit)
 	for i := 1; i < int(failuresCount); i++ {
 		backoff *= 2
-		if backoff >= maxPodFailureBackoff {
-			backoff = maxPodFailureBackoff
+		if backoff >= limit {
+			backoff = limit
 			break
 		}
 	}
@@ -209,12 +220,12 @@ func remainingBackoff(now time.Time, failuresCount int32, lastFailure *time.Time
 	return backoff - elapsed
 }
 
-// remainingBackoffForIndex is the wait before replacing lastFailedPod in its
+// remainingForIndex is the wait before replacing lastFailedPod in its
 // index, counting every failure of the index so far.
-func remainingBackoffForIndex(now time.Time, lastFailedPod *corev1.Pod) time.Duration {
+func (b PodFailureBackoff) remainingForIndex(now time.Time, lastFailedPod *corev1.Pod) time.Duration {
 	if lastFailedPod == nil {
 		return 0
 	}
 	t := finishedTime(lastFailedPod)
-	return remainingBackoff(now, indexAbsoluteFailureCount(lastFailedPod)+1, &t)
+	return b.remaining(now, indexAbsoluteFailureCount(lastFailedPod)+1, &t)
 }

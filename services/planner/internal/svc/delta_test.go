@@ -22,6 +22,7 @@ import (
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/planner/internal/engine"
 	"github.com/jobplane/jobplane/services/planner/internal/sim"
 )
 
@@ -70,7 +71,7 @@ func deterministic(t testing.TB, m proto.Message) []byte {
 
 // fullPlan is the plan of req planned alone (PlanSync), or its error.
 func fullPlan(t testing.TB, req *jobplanev1.PlanSyncRequest) ([]byte, error) {
-	resp, err := planSync(req)
+	resp, err := planSync(req, engine.PodFailureBackoff{})
 	if err != nil {
 		return nil, err
 	}
@@ -517,5 +518,51 @@ func TestConcurrentStreamsShareTheBound(t *testing.T) {
 // planStreamedProto plans a decoded request of a stream, its pods
 // converted as the codec's decoding would (wire_test.go checks it does).
 func planStreamedProto(bases *streamSnapshots, m *jobplanev1.StreamPlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
-	return planStreamed(bases, streamRequestOf(m))
+	return planStreamed(bases, streamRequestOf(m), engine.PodFailureBackoff{})
+}
+
+// The planner's configured pod failure backoff (-pod-failure-backoff,
+// -max-pod-failure-backoff) is the one it plans with, unary and streamed:
+// over the simulated lifecycles each plan is the engine's with that backoff,
+// and some differ from the reference's 10 s.
+func TestTheConfiguredPodFailureBackoffIsPlanned(t *testing.T) {
+	fast := engine.PodFailureBackoff{Initial: time.Second, Max: 4 * time.Second}
+	differ := 0
+	for seed := range uint64(30) {
+		sim.Generate(seed).Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 300, false, func(w *sim.World) {
+			s := w.Snapshot()
+			req := (&plan.Snapshot{Job: s.Job, Pods: s.Pods, Now: s.Now, Finalizer: s.TrackingFinalizer,
+				State: plan.State{Expectations: s.Expectations, FinalizerRemovalsInFlight: s.FinalizerRemovalsInFlight, Backoff: s.Backoff}}).Request()
+			clone := func() *jobplanev1.PlanSyncRequest { return proto.Clone(req).(*jobplanev1.PlanSyncRequest) }
+			snap, release, err := snapshotFromRequest(clone())
+			if err != nil {
+				return
+			}
+			snap.PodFailureBackoff = fast
+			want := deterministic(t, &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(engine.Sync(snap))})
+			release()
+
+			unary, err := planSync(clone(), fast)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bases := newSnapshotStore(DefaultStreamSnapshotMaxPods).stream()
+			defer bases.close()
+			streamed, err := planStreamed(bases, streamRequestOf(&jobplanev1.StreamPlanSyncRequest{Id: "1", Request: clone()}), fast)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for what, resp := range map[string]*jobplanev1.PlanSyncResponse{"unary": unary, "streamed": streamed} {
+				if !bytes.Equal(deterministic(t, resp), want) {
+					t.Fatalf("%s, seed %d: the plan is not the engine's with the configured backoff", what, seed)
+				}
+			}
+			if reference, err := planSync(clone(), engine.PodFailureBackoff{}); err == nil && !bytes.Equal(deterministic(t, reference), want) {
+				differ++
+			}
+		})
+	}
+	if differ == 0 {
+		t.Fatal("no simulated sync plans differently with a 1s backoff: the test shows nothing")
+	}
 }

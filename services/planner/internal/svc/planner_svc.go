@@ -23,6 +23,7 @@ import (
 type PlannerService struct {
 	jobplanev1.UnimplementedPlannerServiceServer
 	snapshots *snapshotStore
+	backoff   engine.PodFailureBackoff
 }
 
 var _ jobplanev1.PlannerServiceServer = (*PlannerService)(nil)
@@ -34,6 +35,9 @@ type Config struct {
 	// pod more; 0 keeps none (every delta then fails with
 	// FAILED_PRECONDITION).
 	StreamSnapshotMaxPods int
+	// PodFailureBackoff is the delay before pods replace failed ones;
+	// zero is the reference's.
+	PodFailureBackoff engine.PodFailureBackoff
 }
 
 // NewPlannerService returns the service with the default configuration.
@@ -43,20 +47,21 @@ func NewPlannerService() *PlannerService {
 
 // NewPlannerServiceWith returns the service configured by cfg.
 func NewPlannerServiceWith(cfg Config) *PlannerService {
-	return &PlannerService{snapshots: newSnapshotStore(max(cfg.StreamSnapshotMaxPods, 0))}
+	return &PlannerService{snapshots: newSnapshotStore(max(cfg.StreamSnapshotMaxPods, 0)), backoff: cfg.PodFailureBackoff}
 }
 
 // PlanSync plans one sync of a Job.
 func (s *PlannerService) PlanSync(_ context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
-	return planSync(req)
+	return planSync(req, s.backoff)
 }
 
-func planSync(req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
+func planSync(req *jobplanev1.PlanSyncRequest, backoff engine.PodFailureBackoff) (*jobplanev1.PlanSyncResponse, error) {
 	snap, release, err := snapshotFromRequest(req)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	snap.PodFailureBackoff = backoff
 	return &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(engine.Sync(snap))}, nil
 }
 
@@ -76,7 +81,7 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 			return err
 		}
 		resp := &jobplanev1.StreamPlanSyncResponse{Id: req.msg.GetId()}
-		if plan, err := planStreamed(bases, req); err != nil {
+		if plan, err := planStreamed(bases, req, s.backoff); err != nil {
 			resp.Error = status.Convert(err).Proto()
 		} else {
 			resp.Response = plan
@@ -90,7 +95,7 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 // planStreamed plans one request of a stream, full or delta, and keeps its
 // snapshot as the base of the Job's next delta unless it failed or the Job
 // is finished.
-func planStreamed(bases *streamSnapshots, req *streamRequest) (*jobplanev1.PlanSyncResponse, error) {
+func planStreamed(bases *streamSnapshots, req *streamRequest, backoff engine.PodFailureBackoff) (*jobplanev1.PlanSyncResponse, error) {
 	var (
 		b   *baseSnapshot
 		err error
@@ -106,7 +111,7 @@ func planStreamed(bases *streamSnapshots, req *streamRequest) (*jobplanev1.PlanS
 		if err != nil {
 			return nil, err
 		}
-		return planBase(bases, b, delta), nil
+		return planBase(bases, b, delta, backoff), nil
 	default:
 		if uid := full.GetJob().GetMetadata().GetUid(); uid != "" {
 			bases.take(uid).dispose() // superseded, whatever comes of this request
@@ -117,14 +122,15 @@ func planStreamed(bases *streamSnapshots, req *streamRequest) (*jobplanev1.PlanS
 			return nil, err
 		}
 		b.release, req.releasePods = req.releasePods, nil // the base's now
-		return planBase(bases, b, full), nil
+		return planBase(bases, b, full, backoff), nil
 	}
 }
 
 // planBase plans the snapshot b with the sync fields of its request and
 // keeps b unless the Job is finished.
-func planBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFields) *jobplanev1.PlanSyncResponse {
+func planBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFields, backoff engine.PodFailureBackoff) *jobplanev1.PlanSyncResponse {
 	snap := engineSnapshot(b.job, b.pods, fields)
+	snap.PodFailureBackoff = backoff
 	snap.Views = b.views
 	p := engine.Sync(snap)
 	resp := &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(p)}
