@@ -38,8 +38,12 @@ type Cluster struct {
 // loopback, and deletes it when the test ends. Its nodes and pods go through
 // the stages of hack/kwok/stages: a pod's fate can be chosen by the
 // fate.jobplane.dev/ annotations of hack/kwok/stages/pod-fate.yaml.
-func StartCluster(tb testing.TB, nodes int) *Cluster {
+func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 	tb.Helper()
+	var o clusterOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	bin := Binaries(tb)
 	root, err := repoRoot()
 	if err != nil {
@@ -70,7 +74,7 @@ func StartCluster(tb testing.TB, nodes int) *Cluster {
 	// kwokctl picks its ports by probing; clusters created at the same time
 	// by parallel test binaries could pick the same ones.
 	unlock := lockMachineWide(tb, "kwokctl-create", lockWait)
-	kwokctl("create", "cluster", "-c", filepath.Join(root, "hack", "kwokctl.yaml"), "--runtime", "binary",
+	kwokctl("create", "cluster", "-c", kwokctlConfig(tb, root, workdir, o), "--runtime", "binary",
 		"--etcd-binary", filepath.Join(bin, "etcd"),
 		"--kube-apiserver-binary", filepath.Join(bin, "kube-apiserver"),
 		"--kube-controller-manager-binary", filepath.Join(bin, "kube-controller-manager"),
@@ -102,6 +106,39 @@ func StartCluster(tb testing.TB, nodes int) *Cluster {
 }
 
 var clusterCount atomic.Int32
+
+// ClusterOption changes the cluster StartCluster creates.
+type ClusterOption func(*clusterOptions)
+
+type clusterOptions struct {
+	controllers string
+}
+
+// KubeControllerManagerControllers runs kube-controller-manager with
+// --controllers=controllers, such as "*,-job-controller" for a cluster where
+// jobplane's executor runs plain Jobs in drop-in mode.
+func KubeControllerManagerControllers(controllers string) ClusterOption {
+	return func(o *clusterOptions) { o.controllers = controllers }
+}
+
+// kwokctlConfig is hack/kwokctl.yaml, with the options' component flags (in
+// a copy under workdir) when there are any.
+func kwokctlConfig(tb testing.TB, root, workdir string, o clusterOptions) string {
+	base := filepath.Join(root, "hack", "kwokctl.yaml")
+	if o.controllers == "" {
+		return base
+	}
+	data, err := os.ReadFile(base)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	data = fmt.Appendf(data, "componentsPatches:\n- name: kube-controller-manager\n  extraArgs:\n  - key: controllers\n    value: %q\n", o.controllers)
+	path := filepath.Join(workdir, "kwokctl.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
 
 // waitNodesReady waits until n nodes are Ready, so that pods created next are
 // scheduled at once.

@@ -283,19 +283,7 @@ func parityCases() []parityCase {
 
 // podTemplate is a pod template whose pods end as the fate annotations given
 // as key, value pairs say.
-func podTemplate(fate ...string) corev1.PodTemplateSpec {
-	annotations := map[string]string{}
-	for i := 0; i+1 < len(fate); i += 2 {
-		annotations[fate[i]] = fate[i+1]
-	}
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers:    []corev1.Container{{Name: "main", Image: "busybox"}},
-		},
-	}
-}
+var podTemplate = kubetest.PodTemplate
 
 func runParity(t *testing.T, e *Env, tc parityCase) {
 	ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
