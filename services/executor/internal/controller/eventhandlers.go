@@ -69,6 +69,9 @@ func (c *Controller) deleteJob(obj any) {
 	}
 	c.enqueue(job, 0)
 	c.state.FinishObserved(job.UID)
+	// A Job created again with the same name at once is a new Job: it does
+	// not wait out the old one's pod failure backoff.
+	c.state.JobDeleted(keyOf(job))
 	c.enqueueSelector(job)
 }
 

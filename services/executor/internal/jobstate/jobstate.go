@@ -143,6 +143,19 @@ func (s *Store) Release(key string) {
 	}
 }
 
+// JobDeleted drops, as the informer shows the Job of key deleted, what
+// must not carry over to a Job created again with the same name at once
+// (before a sync of the key finds it gone): its pod-failure backoff record
+// and the writes awaited in the caches. Expectations stay until that sync,
+// as the reference keeps them.
+func (s *Store) JobDeleted(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j, ok := s.jobs[key]; ok {
+		j.backoff, j.written = nil, nil
+	}
+}
+
 // Forget drops everything known of a deleted Job.
 func (s *Store) Forget(key string) {
 	s.mu.Lock()

@@ -141,6 +141,29 @@ func TestReleaseForgetsJobWithoutRemovals(t *testing.T) {
 	}
 }
 
+// The reference's TestImmediateJobRecreation: a Job deleted and created
+// again with the same name before a sync saw it gone does not inherit the
+// old one's backoff record (nor its awaited writes); expectations stay
+// until that sync.
+func TestJobDeletedDropsTheBackoffRecord(t *testing.T) {
+	s := New(testingclock.NewFakePassiveClock(t0))
+	last := t0
+	s.SetBackoff(key, plan.BackoffRecord{FailuresAfterLastSuccess: 3, LastFailureTime: &last})
+	s.WroteAt(key, Pods, "7")
+	s.ExpectCreations(key, 1)
+	s.JobDeleted(key)
+	st := s.State(key)
+	if st.Backoff != nil {
+		t.Errorf("backoff record %+v kept for the next Job of the name", *st.Backoff)
+	}
+	if st.Expectations.PendingCreations != 1 {
+		t.Errorf("expectations %+v, want the creation still expected", st.Expectations)
+	}
+	if err := s.EnsureReady(key, map[string]LastSyncRVGetter{Pods: storeAt("1")}); err != nil {
+		t.Errorf("a write of the deleted Job still awaited: %v", err)
+	}
+}
+
 func TestExpectationsExpireOnTheInjectedClock(t *testing.T) {
 	clk := testingclock.NewFakePassiveClock(t0)
 	s := New(clk)
