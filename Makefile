@@ -48,6 +48,10 @@ fuzz: ## Fuzz PlanSync, its deltas and the pods' wire encoding for FUZZTIME each
 			$$dir/testdata/fuzz/$$target/ 2>/dev/null || true; \
 	done
 
+.PHONY: conformance
+conformance: ## The reference's Job controller integration tests (k8s.io/kubernetes v1.36.3 test/integration/job) against jobplane in drop-in mode; writes CONFORMANCE.md. RUN=regexp for some tests.
+	hack/conformance.sh
+
 .PHONY: bench
 bench: ## The planner's benchmarks (engine, gRPC vs a no-op handler) as markdown tables.
 	hack/bench-planner.sh

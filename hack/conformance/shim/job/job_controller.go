@@ -1,0 +1,231 @@
+// Package job stands in for the reference's Job controller
+// (k8s.io/kubernetes/pkg/controller/job) when hack/conformance.sh runs the
+// reference's integration tests: through `go test -overlay` it replaces the
+// package's files, so that the tests, unchanged, start jobplane's planner
+// and executor (drop-in mode) against their test API server where they
+// started the controller in process. The package variables the tests set
+// (the pod failure backoff) become the planner's flags.
+package job
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	schedulinginformers "k8s.io/client-go/informers/scheduling/v1alpha2"
+	clientset "k8s.io/client-go/kubernetes"
+
+	"k8s.io/kubernetes/pkg/controller/job/metrics"
+)
+
+// The reference's tunables the tests read or set.
+var (
+	SyncJobBatchPeriod          = time.Second
+	DefaultJobApiBackOff        = time.Second
+	MaxJobApiBackOff            = time.Minute
+	DefaultJobPodFailureBackOff = 10 * time.Second
+	MaxJobPodFailureBackOff     = 10 * time.Minute
+	MaxUncountedPods            = 500
+	MaxPodCreateDeletePerSync   = 500
+)
+
+// binEnv names the directory holding the planner and executor binaries;
+// logEnv the file their output is appended to.
+const (
+	binEnv = "JOBPLANE_CONFORMANCE_BIN"
+	logEnv = "JOBPLANE_CONFORMANCE_LOG"
+)
+
+// Controller is jobplane in the reference controller's place.
+type Controller struct {
+	client clientset.Interface
+}
+
+// NewController keeps the client; the informers are the reference's, which
+// jobplane's executor does not share.
+func NewController(_ context.Context, kubeClient clientset.Interface, _ coreinformers.PodInformer, _ batchinformers.JobInformer,
+	_ schedulinginformers.WorkloadInformer, _ schedulinginformers.PodGroupInformer) (*Controller, error) {
+	// The tests read the reference's metrics in process: they mirror the
+	// executor's (mirrorMetrics).
+	metrics.Register()
+	return &Controller{client: kubeClient}, nil
+}
+
+// running is the jobplane of the last Run: a test that restarts the
+// controller cancels the old one's context and starts the new one at once,
+// and two executors in drop-in mode would find each other (the new one's
+// probe is answered by the old one), so a Run waits until the last one's
+// processes have exited.
+var (
+	runningMu sync.Mutex
+	running   chan struct{} // closed once the last Run's processes exited
+)
+
+// Run starts the planner and the executor (-drop-in) against the client's
+// API server and stops them when ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	runningMu.Lock()
+	previous, exited := running, make(chan struct{})
+	running = exited
+	runningMu.Unlock()
+	defer close(exited)
+	if previous != nil {
+		<-previous
+	}
+	procs, metricsURL, err := c.start(ctx, workers)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conformance shim: starting jobplane: %v\n", err)
+	}
+	if metricsURL != "" {
+		mirrorMetrics(ctx, metricsURL)
+	}
+	<-ctx.Done()
+	for _, p := range procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		_ = p.Wait()
+	}
+}
+
+// start starts the planner and the executor; it returns them and the
+// executor's /metrics.
+func (c *Controller) start(ctx context.Context, workers int) ([]*exec.Cmd, string, error) {
+	dir, err := os.MkdirTemp("", "jobplane-conformance-")
+	if err != nil {
+		return nil, "", err
+	}
+	kubeconfig, err := c.writeKubeconfig(ctx, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	bin := os.Getenv(binEnv)
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, "", err
+	}
+	plannerAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	planner, err := startProcess(bin, "planner", "-grpc-addr", plannerAddr, "-metrics-addr", "", "-authn-anonymous", "-shutdown-drain", "0s",
+		"-pod-failure-backoff", DefaultJobPodFailureBackOff.String(), "-max-pod-failure-backoff", MaxJobPodFailureBackOff.String())
+	if err != nil {
+		return nil, "", err
+	}
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", ports[2])
+	executor, err := startProcess(bin, "executor", "-grpc-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]), "-metrics-addr", metricsAddr,
+		"-allow-unauthenticated-metrics", "-authn-anonymous", "-shutdown-drain", "0s", "-kubeconfig", kubeconfig,
+		"-planner-addr", plannerAddr, "-leader-elect=false", "-workers", fmt.Sprint(max(workers, 1)),
+		"-kube-api-qps", "1000", "-kube-api-burst", "1000", "-drop-in", "-drop-in-probe-wait", "1s")
+	if err != nil {
+		_ = planner.Process.Kill()
+		return nil, "", err
+	}
+	procs := []*exec.Cmd{planner, executor}
+	// As the reference's start waits for its caches: the test goes on
+	// either way.
+	return procs, "http://" + metricsAddr + "/metrics", waitReady(ctx, "http://"+metricsAddr+"/readyz")
+}
+
+// writeKubeconfig gives jobplane an identity of its own on the test API
+// server, as kube-controller-manager has one: a ServiceAccount bound to
+// cluster-admin, with a token from the TokenRequest API.
+func (c *Controller) writeKubeconfig(ctx context.Context, dir string) (string, error) {
+	const ns, name = "kube-system", "jobplane-conformance"
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if _, err := c.client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}
+	if _, err := c.client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	expiry := int64(24 * 3600)
+	token, err := c.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	url := c.client.CoreV1().RESTClient().Get().URL()
+	server := url.Scheme + "://" + url.Host
+	config := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: jobplane, user: {token: %q}}]
+contexts: [{name: test, context: {cluster: test, user: jobplane}}]
+current-context: test
+`, server, token.Status.Token)
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, []byte(config), 0o600)
+}
+
+var logMu sync.Mutex
+
+// startProcess starts bin/name with args, its output appended to the log.
+func startProcess(bin, name string, args ...string) (*exec.Cmd, error) {
+	cmd := exec.Command(filepath.Join(bin, name), args...)
+	if path := os.Getenv(logEnv); path != "" {
+		logMu.Lock()
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		logMu.Unlock()
+		if err == nil {
+			fmt.Fprintf(f, "---- %s %s\n", name, strings.Join(args, " "))
+			cmd.Stdout, cmd.Stderr = f, f
+			defer f.Close()
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd, cmd.Start()
+}
+
+func waitReady(ctx context.Context, url string) error {
+	deadline := time.Now().Add(time.Minute)
+	client := &http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if resp, err := client.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		return nil // the test ended first
+	}
+	return fmt.Errorf("%s not ready within a minute", url)
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
