@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 
 	"github.com/jobplane/jobplane/lib/grpcserver"
@@ -196,4 +198,47 @@ func TestWithoutAnAPIServerMetricsAreServedToNoOne(t *testing.T) {
 	if !strings.Contains(srv.logs.String(), "metrics are served to no one") {
 		t.Errorf("nothing said at start; logs:\n%s", srv.logs.String())
 	}
+}
+
+// blockingCollector holds every scrape until released.
+type blockingCollector struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (b *blockingCollector) Collect(chan<- prometheus.Metric) {
+	b.entered <- struct{}{}
+	<-b.release
+}
+
+// The metrics port serves so many scrapes at once and answers the others
+// 429 with Retry-After, at once; its probes are never held back.
+func TestScrapesAreBounded(t *testing.T) {
+	srv := authServer(t, newFakeCluster(), func(c *grpcserver.Config) {
+		c.MetricsAddr = "127.0.0.1:0"
+		c.Auth.AllowUnauthenticatedMetrics = true
+	})
+	slow := &blockingCollector{entered: make(chan struct{}), release: make(chan struct{})}
+	srv.Registry().MustRegister(slow)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { scrape(t, http.DefaultClient, srv.MetricsURL+"/metrics", "") })
+		<-slow.entered
+	}
+	resp, err := http.Get(srv.MetricsURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a fifth scrape: %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	checkMetricsCases(t, http.DefaultClient, srv.MetricsURL, []metricsCase{
+		{"liveness beside four scrapes", "/healthz", "", http.StatusOK, "ok"},
+		{"readiness beside four scrapes", "/readyz", "", http.StatusOK, "ok"},
+	})
+	close(slow.release)
+	wg.Wait()
 }

@@ -431,7 +431,8 @@ func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error 
 	go func() { errc <- s.grpc.Serve(lis) }()
 	var httpSrv *http.Server
 	if metricsLis != nil {
-		httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
+		httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 		go func() {
 			if err := httpSrv.Serve(metricsLis); !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("metrics server: %w", err)
@@ -609,10 +610,12 @@ func (s *Server) httpHandler() http.Handler {
 	guarded := http.NewServeMux()
 	guarded.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
 	mux := http.NewServeMux()
+	// Scrapes (and the token reviews of their callers) are bounded as
+	// gRPC calls are; the probes below are not, and cost nothing.
 	if s.cfg.Auth.AllowUnauthenticatedMetrics {
-		mux.Handle("/", guarded)
+		mux.Handle("/", limitInFlight(maxScrapes, guarded))
 	} else {
-		mux.Handle("/", auth.NonResourceHandler(s.authn, s.authz, s.log, guarded))
+		mux.Handle("/", limitInFlight(maxScrapes, auth.NonResourceHandler(s.authn, s.authz, s.log, guarded)))
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if s.stopping.Load() {
@@ -633,6 +636,26 @@ func (s *Server) httpHandler() http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
+}
+
+// maxScrapes is how many requests to the metrics port (but its probes) are
+// served at once; Prometheus scrapes a target one at a time.
+const maxScrapes = 4
+
+// limitInFlight serves at most n requests of h at once and answers the
+// others 429 Too Many Requests with Retry-After, at once.
+func limitInFlight(n int, h http.Handler) http.Handler {
+	seats := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case seats <- struct{}{}:
+			defer func() { <-seats }()
+			h.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, fmt.Sprintf("%d requests in flight, the most allowed; retry later", n), http.StatusTooManyRequests)
+		}
+	})
 }
 
 // NewLogger returns the JSON logger of a service, writing to stderr.
