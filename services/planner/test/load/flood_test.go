@@ -7,15 +7,21 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
@@ -91,8 +97,8 @@ func TestTheExecutorsPlansAreServedThroughAFlood(t *testing.T) {
 	server := ca.ServerCert(t, "planner")
 	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"),
 		"-shutdown-drain", "0s", "-tls-cert-file", server.CertFile, "-tls-key-file", server.KeyFile, "-client-ca-file", ca.CertFile,
-		"-system-users", "executor")
-	client := func(user string) jobplanev1.PlannerServiceClient {
+		"-system-users", "executor", "-allow-unauthenticated-metrics")
+	client := func(user string) *grpc.ClientConn {
 		cert := ca.ClientCert(t, user)
 		conn, err := grpc.NewClient(planner.GRPCAddr,
 			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{cert.Certificate}})),
@@ -101,11 +107,18 @@ func TestTheExecutorsPlansAreServedThroughAFlood(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
-		return jobplanev1.NewPlannerServiceClient(conn)
+		return conn
 	}
-	flooder, executor := client("flooder"), client("executor")
+	flooder, executor := client("flooder"), jobplanev1.NewPlannerServiceClient(client("executor"))
 	state := scalestate.New(jobPods)
-	big := (&plan.Snapshot{Job: state.Job, Pods: state.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request()
+	// Encoded once: 64 goroutines encoding 3.3 MB each (under -race, beside
+	// other test binaries) starve this process's own executor calls, which
+	// would then measure the client, not the planner's priority levels.
+	big, err := proto.MarshalOptions{Deterministic: true}.Marshal(
+		(&plan.Snapshot{Job: state.Job, Pods: state.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request())
+	if err != nil {
+		t.Fatal(err)
+	}
 	small := scalestate.New(100)
 	smallReq := (&plan.Snapshot{Job: small.Job, Pods: small.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request()
 
@@ -113,9 +126,25 @@ func TestTheExecutorsPlansAreServedThroughAFlood(t *testing.T) {
 	var wg sync.WaitGroup
 	for range floodCalls {
 		wg.Go(func() {
-			_, _ = flooder.PlanSync(context.Background(), big)
+			_ = flooder.Invoke(context.Background(), jobplanev1.PlannerService_PlanSync_FullMethodName, encoded(big), &jobplanev1.PlanSyncResponse{})
 			flooded.Add(1)
 		})
+	}
+	// The flood is at the planner: its workload seat taken, calls queued.
+	metricsURL := "https://" + planner.MetricsAddr + "/metrics"
+	insecureClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		resp, err := insecureClient.Get(metricsURL)
+		if err != nil {
+			return false, nil
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return err == nil && strings.Contains(string(body), `jobplane_admission_in_use{budget="seats",priority_level="workload"} 1`) &&
+			!strings.Contains(string(body), `jobplane_admission_waiting{budget="seats",priority_level="workload"} 0`), nil
+	})
+	if err != nil {
+		t.Fatalf("the flood never took the workload level's seat with calls waiting: %v", err)
 	}
 	// The executor's syncs, one after another, while the flood lasts.
 	const syncs = 10
