@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -26,7 +27,8 @@ import (
 // under the executor, with the built-in controller's tracking finalizer and
 // event source, while a Job another controller manages and its pod (with
 // that same reserved finalizer) are left alone. Beside a Job controller
-// that answers the probe, the executor refuses to start.
+// that answers the probe, the executor refuses to start; a tenant playing
+// that controller in its own namespace cannot make it refuse.
 func TestDropIn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a kube-apiserver")
@@ -40,7 +42,7 @@ func TestDropIn(t *testing.T) {
 		"-drop-in", "-drop-in-probe-wait", "3s", "-leader-elect=false"}
 
 	t.Run("RefusesToStartBesideTheBuiltinJobController", func(t *testing.T) {
-		stop := playBuiltinJobController(t, kube, "default")
+		stop := playBuiltinJobController(t, kube, metav1.NamespaceSystem)
 		defer stop()
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
@@ -54,7 +56,14 @@ func TestDropIn(t *testing.T) {
 		noProbeLeft(t, kube)
 	})
 
+	// A tenant who may write the status of Jobs in default (make run
+	// grants that to anonymous callers) answers as the built-in controller
+	// would: the probe is in kube-system, which no tenant writes, so the
+	// executor starts all the same.
+	tenant := tenantOf(t, apiserver, metav1.NamespaceDefault)
+	stopTenant := playBuiltinJobController(t, tenant, metav1.NamespaceDefault)
 	kubetest.StartProcess(t, "executor", executorBin, args...)
+	stopTenant()
 	noProbeLeft(t, kube)
 	namespace := "team-a"
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
@@ -207,11 +216,37 @@ func conditionTrue(j *batchv1.Job, typ batchv1.JobConditionType) bool {
 	return false
 }
 
+// tenantOf is a client of a ServiceAccount that may read Jobs and write
+// their status in namespace, and nothing else.
+func tenantOf(t *testing.T, apiserver *kubetest.APIServer, namespace string) kubernetes.Interface {
+	t.Helper()
+	ctx, kube := context.Background(), apiserver.Client
+	if _, err := kube.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"batch"}, Resources: []string{"jobs", "jobs/status"}, Verbs: []string{"get", "list", "update"}}}}
+	if _, err := kube.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: "tenant"}}}
+	if _, err := kube.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tenant, err := kubernetes.NewForConfig(apiserver.ServiceAccountConfig(t, namespace, "tenant"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tenant
+}
+
 // noProbeLeft checks that the executor deleted its probe Jobs.
 func noProbeLeft(t *testing.T, kube kubernetes.Interface) {
 	t.Helper()
 	eventually(t, "no probe Job left", func() (bool, error) {
-		jobs, err := kube.BatchV1().Jobs("default").List(context.Background(), metav1.ListOptions{LabelSelector: dropin.ProbeLabel})
+		jobs, err := kube.BatchV1().Jobs(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{LabelSelector: dropin.ProbeLabel})
 		return err == nil && len(jobs.Items) == 0, err
 	})
 }

@@ -31,11 +31,11 @@ func TestDropInRefusesToStartBesideTheBuiltinJobController(t *testing.T) {
 	if !strings.Contains(string(out), "the built-in Job controller is running") {
 		t.Errorf("the refusal does not name the built-in Job controller:\n%s", out)
 	}
-	jobs, err := e.Cluster.Client.BatchV1().Jobs("default").List(context.Background(), metav1.ListOptions{LabelSelector: dropin.ProbeLabel})
+	jobs, err := e.Cluster.Client.BatchV1().Jobs(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{LabelSelector: dropin.ProbeLabel})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(jobs.Items) > 0 {
-		t.Errorf("%d probe Jobs left in default", len(jobs.Items))
+		t.Errorf("%d probe Jobs left in kube-system", len(jobs.Items))
 	}
 }
