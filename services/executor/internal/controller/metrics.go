@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,11 @@ type Metrics struct {
 	perJob            jobRequestCounts
 	plannerDuration   prometheus.Histogram
 	plannerErrors     prometheus.Counter
+	// externalNames are the controller_name values counted so far.
+	externalNames struct {
+		sync.Mutex
+		seen map[string]struct{}
+	}
 }
 
 // syncMetrics are the reference Job controller's metrics of what syncs do,
@@ -114,6 +120,7 @@ func NewMetrics(withReferenceNames bool) *Metrics {
 			Name: "jobplane_planner_errors_total", Help: "Syncs that got no plan (planner unavailable or snapshot refused); no action was taken.",
 		}),
 	}
+	m.externalNames.seen = map[string]struct{}{}
 	if withReferenceNames {
 		reference := newSyncMetrics(ReferencePrefix)
 		m.reference = &reference
@@ -202,8 +209,23 @@ func (m *Metrics) recordTrackedTermination(added bool) {
 	m.each(func(s *syncMetrics) { s.trackedTerminations.WithLabelValues(event).Inc() })
 }
 
+// maxExternalControllers bounds the controller_name values counted: they
+// are spec.managedBy values, which any tenant who creates Jobs chooses, and
+// each would be a series held for good. Beyond them Jobs count as "other"
+// (the reference has no bound).
+const maxExternalControllers = 64
+
 // recordExternalJob counts a Job added that controller manages.
 func (m *Metrics) recordExternalJob(controller string) {
+	m.externalNames.Lock()
+	if _, seen := m.externalNames.seen[controller]; !seen {
+		if len(m.externalNames.seen) < maxExternalControllers {
+			m.externalNames.seen[controller] = struct{}{}
+		} else {
+			controller = "other"
+		}
+	}
+	m.externalNames.Unlock()
 	m.each(func(s *syncMetrics) { s.externalJobs.WithLabelValues(controller).Inc() })
 }
 

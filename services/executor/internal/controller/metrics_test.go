@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -99,5 +100,27 @@ func TestTrackedTerminationsAndExternalJobsFromEvents(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(f.c.metrics.externalJobs); n != 1 {
 		t.Errorf("%d controllers counted, want only example.com/other (a Job without managedBy is nobody's)", n)
+	}
+}
+
+// A tenant creating Jobs with ever new spec.managedBy values does not grow
+// the executor's metrics without bound: past maxExternalControllers names,
+// Jobs count as "other".
+func TestExternalControllerNamesAreBounded(t *testing.T) {
+	m := NewMetrics(true)
+	for i := range maxExternalControllers + 100 {
+		m.recordExternalJob(fmt.Sprintf("tenant.example/controller-%d", i))
+	}
+	m.recordExternalJob("tenant.example/controller-0") // known: still its own
+	for _, vec := range []*prometheus.CounterVec{m.externalJobs, m.reference.externalJobs} {
+		if n := testutil.CollectAndCount(vec); n != maxExternalControllers+1 {
+			t.Errorf("%d series, want %d names and other", n, maxExternalControllers)
+		}
+		if got := testutil.ToFloat64(vec.WithLabelValues("other")); got != 100 {
+			t.Errorf("other counted %v, want 100", got)
+		}
+		if got := testutil.ToFloat64(vec.WithLabelValues("tenant.example/controller-0")); got != 2 {
+			t.Errorf("a known name counted %v, want 2", got)
+		}
 	}
 }
