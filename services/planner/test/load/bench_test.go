@@ -229,12 +229,13 @@ type encoded []byte
 
 func (e encoded) MarshalWire() ([][]byte, error) { return [][]byte{e}, nil }
 
-func certConn(b *testing.B, ca *grpctest.CA, addr, user string) *grpc.ClientConn {
-	conn, err := newConn(addr, ca.Pool, ca.ClientCert(b, user).Certificate)
+// certConn is a connection to addr as user, with a client certificate of ca.
+func certConn(tb testing.TB, ca *grpctest.CA, addr, user string) *grpc.ClientConn {
+	conn, err := newConn(addr, ca.Pool, ca.ClientCert(tb, user).Certificate)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { conn.Close() })
+	tb.Cleanup(func() { conn.Close() })
 	return conn
 }
 

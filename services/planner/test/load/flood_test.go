@@ -17,7 +17,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -98,18 +97,7 @@ func TestTheExecutorsPlansAreServedThroughAFlood(t *testing.T) {
 	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"),
 		"-shutdown-drain", "0s", "-tls-cert-file", server.CertFile, "-tls-key-file", server.KeyFile, "-client-ca-file", ca.CertFile,
 		"-system-users", "executor", "-allow-unauthenticated-metrics")
-	client := func(user string) *grpc.ClientConn {
-		cert := ca.ClientCert(t, user)
-		conn, err := grpc.NewClient(planner.GRPCAddr,
-			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{cert.Certificate}})),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20), grpcserver.CallCodec()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		return conn
-	}
-	flooder, executor := client("flooder"), jobplanev1.NewPlannerServiceClient(client("executor"))
+	flooder, executor := certConn(t, ca, planner.GRPCAddr, "flooder"), jobplanev1.NewPlannerServiceClient(certConn(t, ca, planner.GRPCAddr, "executor"))
 	state := scalestate.New(jobPods)
 	// Encoded once: 64 goroutines encoding 3.3 MB each (under -race, beside
 	// other test binaries) starve this process's own executor calls, which
