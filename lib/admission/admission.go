@@ -94,8 +94,8 @@ func New(cfg Config, reg prometheus.Registerer) *Controller {
 		c.levels[name] = &level{
 			name:    name,
 			cfg:     lc,
-			seats:   newFairSemaphore(int64(lc.Seats), cfg.QueueLength, cfg.MaxQueueWait, c.metrics.waiting.WithLabelValues(name, "seats")),
-			bytes:   newFairSemaphore(lc.Bytes, cfg.QueueLength, cfg.MaxQueueWait, c.metrics.waiting.WithLabelValues(name, "bytes")),
+			seats:   newFairSemaphore(int64(lc.Seats), cfg.QueueLength, c.metrics.waiting.WithLabelValues(name, "seats")),
+			bytes:   newFairSemaphore(lc.Bytes, cfg.QueueLength, c.metrics.waiting.WithLabelValues(name, "bytes")),
 			streams: map[string]int{},
 			classes: map[string]*fairSemaphore{},
 		}
@@ -119,20 +119,22 @@ type Ticket struct {
 }
 
 // Admit waits for a seat of levelName for the caller flow: one of its
-// class's first, when the level bounds each class (each wait is bounded
-// by the queue wait).
+// class's first, when the level bounds each class; both waits together
+// last at most the queue wait.
 func (c *Controller) Admit(ctx context.Context, levelName, flow, class string) (*Ticket, error) {
 	l := c.level(levelName)
 	classSeats := l.classSeats(c, class)
+	var waited time.Duration
 	if classSeats != nil {
-		waited, err := classSeats.acquire(ctx, flow, 1)
-		c.metrics.wait.WithLabelValues(l.name).Observe(waited.Seconds())
+		var err error
+		waited, err = classSeats.acquire(ctx, flow, 1, c.cfg.MaxQueueWait)
 		if err != nil {
+			c.metrics.wait.WithLabelValues(l.name).Observe(waited.Seconds())
 			return nil, c.refuse(l, "seats of class "+class, int64(l.cfg.ClassSeats), err)
 		}
 	}
-	waited, err := l.seats.acquire(ctx, flow, 1)
-	c.metrics.wait.WithLabelValues(l.name).Observe(waited.Seconds())
+	levelWait, err := l.seats.acquire(ctx, flow, 1, c.cfg.MaxQueueWait-waited)
+	c.metrics.wait.WithLabelValues(l.name).Observe((waited + levelWait).Seconds())
 	if err != nil {
 		if classSeats != nil {
 			classSeats.release(1)
@@ -154,7 +156,7 @@ func (l *level) classSeats(c *Controller, class string) *fairSemaphore {
 	defer l.mu.Unlock()
 	s, ok := l.classes[class]
 	if !ok {
-		s = newFairSemaphore(int64(l.cfg.ClassSeats), c.cfg.QueueLength, c.cfg.MaxQueueWait, c.metrics.waiting.WithLabelValues(l.name, "seats-"+class))
+		s = newFairSemaphore(int64(l.cfg.ClassSeats), c.cfg.QueueLength, c.metrics.waiting.WithLabelValues(l.name, "seats-"+class))
 		l.classes[class] = s
 	}
 	return s
@@ -190,7 +192,7 @@ func (c *Controller) OpenStream(levelName, flow string) (*Ticket, error) {
 func (t *Ticket) Charge(ctx context.Context, n int64) error {
 	cost := n * t.c.cfg.Expansion
 	l := t.level
-	waited, err := l.bytes.acquire(ctx, t.flow, cost)
+	waited, err := l.bytes.acquire(ctx, t.flow, cost, t.c.cfg.MaxQueueWait)
 	t.c.metrics.wait.WithLabelValues(l.name).Observe(waited.Seconds())
 	if err != nil {
 		return t.c.refuse(l, "bytes", l.cfg.Bytes, err)

@@ -282,11 +282,11 @@ func TestPropertyFlowsAreServedInTurn(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 1))
 			// One unit: the order of service is then the order of grants.
 			const capacity = 1
-			s := newFairSemaphore(capacity, 1000, time.Minute, prometheus.NewGauge(prometheus.GaugeOpts{Name: "waiting"}))
+			s := newFairSemaphore(capacity, 1000, prometheus.NewGauge(prometheus.GaugeOpts{Name: "waiting"}))
 			flows := 2 + r.IntN(5)
 			// Hold the capacity, queue random waiters, then release one
 			// grant at a time and record the order of service.
-			if _, err := s.acquire(context.Background(), "holder", capacity); err != nil {
+			if _, err := s.acquire(context.Background(), "holder", capacity, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			var mu sync.Mutex
@@ -299,7 +299,7 @@ func TestPropertyFlowsAreServedInTurn(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if _, err := s.acquire(context.Background(), flow, 1); err != nil {
+					if _, err := s.acquire(context.Background(), flow, 1, time.Minute); err != nil {
 						t.Error(err)
 						return
 					}
@@ -334,5 +334,39 @@ func TestPropertyFlowsAreServedInTurn(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A call that waits for its class's seat, then for the level's, waits at
+// most the queue wait in all.
+func TestTheClassAndLevelWaitsShareTheQueueWait(t *testing.T) {
+	const queueWait = 300 * time.Millisecond
+	c := New(Config{
+		Levels:       map[string]LevelConfig{Workload: {Seats: 2, ClassSeats: 1, Bytes: 1 << 20, StreamsPerFlow: 1, Streams: 1}},
+		QueueLength:  10,
+		MaxQueueWait: queueWait,
+		Expansion:    1,
+	}, nil)
+	ctx := context.Background()
+	read, err := c.Admit(ctx, Workload, "reader", "read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Admit(ctx, Workload, "writer", "write"); err != nil {
+		t.Fatal(err)
+	}
+	// A call of a third class waits for the level's seat, ahead of any read.
+	go func() { _, _ = c.Admit(ctx, Workload, "computer", "compute") }()
+	waitQueued(t, c.levels[Workload].seats, "computer", 1)
+	// The read's class seat frees after 200 ms; the level seat it frees
+	// goes to the call waiting before.
+	time.AfterFunc(200*time.Millisecond, read.Release)
+	start := time.Now()
+	_, err = c.Admit(ctx, Workload, "second-reader", "read")
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("the read: %v, want ResourceExhausted", err)
+	}
+	if waited := time.Since(start); waited > queueWait+150*time.Millisecond {
+		t.Errorf("waited %s for the class then the level, want at most about the queue wait %s", waited, queueWait)
 	}
 }

@@ -13,11 +13,10 @@ import (
 // served in turn across flows (round robin, one grant per turn), strictly in
 // order within a flow. A grant that does not fit blocks the ones after it
 // (no overtaking), so a large request is never starved by small ones; the
-// queue wait bound (maxWait) keeps that blocking short.
+// queue wait bound keeps that blocking short.
 type fairSemaphore struct {
 	capacity    int64
 	queueLength int
-	maxWait     time.Duration
 	// waiting counts the waiters queued.
 	waiting prometheus.Gauge
 
@@ -45,13 +44,13 @@ var (
 	errTimedOut  = errors.New("waited in the queue for the longest allowed")
 )
 
-func newFairSemaphore(capacity int64, queueLength int, maxWait time.Duration, waiting prometheus.Gauge) *fairSemaphore {
-	return &fairSemaphore{capacity: capacity, queueLength: queueLength, maxWait: maxWait, waiting: waiting, flows: map[string]*flowQueue{}}
+func newFairSemaphore(capacity int64, queueLength int, waiting prometheus.Gauge) *fairSemaphore {
+	return &fairSemaphore{capacity: capacity, queueLength: queueLength, waiting: waiting, flows: map[string]*flowQueue{}}
 }
 
 // acquire takes n units for flow, waiting in flow's queue at most maxWait.
 // It returns how long it waited.
-func (s *fairSemaphore) acquire(ctx context.Context, flow string, n int64) (time.Duration, error) {
+func (s *fairSemaphore) acquire(ctx context.Context, flow string, n int64, maxWait time.Duration) (time.Duration, error) {
 	if n > s.capacity {
 		return 0, errTooLarge
 	}
@@ -80,7 +79,7 @@ func (s *fairSemaphore) acquire(ctx context.Context, flow string, n int64) (time
 	s.mu.Unlock()
 
 	start := time.Now()
-	timer := time.NewTimer(s.maxWait)
+	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
 	var err error
 	select {
