@@ -47,7 +47,9 @@ import (
 // beside the executor's calls (whose latency then includes the flood's
 // client, starved of the same cores). With FLOOD_SEPARATE_PLANNER=1 the
 // executor plans on a second planner process the flood does not reach: what
-// the machine's two shared cores alone cost its p99.
+// the machine's two shared cores alone cost its p99. FLOOD_NICE=19 runs the
+// flooding process at that nice value, as a caller on another machine would
+// leave these cores to the planner.
 func BenchmarkFlood(b *testing.B) {
 	bin := kubetest.BuildBinary(b, "./services/planner/cmd/planner")
 	small := scalestate.New(100)
@@ -193,6 +195,9 @@ func floodFromChild(target floodTarget) (floodCounts, error) {
 		return floodCounts{}, err
 	}
 	cmd := exec.Command(os.Args[0])
+	if os.Getenv("FLOOD_NICE") != "" {
+		cmd = exec.Command("nice", "-n", os.Getenv("FLOOD_NICE"), os.Args[0])
+	}
 	cmd.Env = append(os.Environ(), floodTargetEnv+"="+string(spec))
 	out, err := cmd.Output()
 	if err != nil {
