@@ -108,10 +108,22 @@ func validateSpec(spec, oldSpec *cronapi.CronJobSpec, fldPath *field.Path) field
 	allErrs = append(allErrs, jobvalidation.ValidateJobTemplateSpec(&spec.JobTemplate, fldPath.Child("jobTemplate"))...)
 	allErrs = append(allErrs, validateNonnegative(spec.SuccessfulJobsHistoryLimit, fldPath.Child("successfulJobsHistoryLimit"))...)
 	allErrs = append(allErrs, validateNonnegative(spec.FailedJobsHistoryLimit, fldPath.Child("failedJobsHistoryLimit"))...)
-	allErrs = append(allErrs, validateCatchUp(spec.CatchUp, fldPath.Child("catchUp"))...)
+	return append(allErrs, ValidateExtensions(spec, fldPath)...)
+}
+
+// ValidateExtensions checks the fields of spec beyond batch/v1's: the
+// catch-up, jitter and daylight-saving policies (a batch/v1 CronJob's come
+// from its annotations).
+func ValidateExtensions(spec *cronapi.CronJobSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := validateCatchUp(spec.CatchUp, fldPath.Child("catchUp"))
 	allErrs = append(allErrs, validateNonnegative(spec.JitterSeconds, fldPath.Child("jitterSeconds"))...)
-	allErrs = append(allErrs, ValidateDaylightSaving(spec.DaylightSaving, fldPath.Child("daylightSaving"))...)
-	return allErrs
+	return append(allErrs, ValidateDaylightSaving(spec.DaylightSaving, fldPath.Child("daylightSaving"))...)
+}
+
+// ValidateConcurrencyPolicy checks a concurrency policy: batch/v1's three
+// or jobplane's buffers.
+func ValidateConcurrencyPolicy(policy batchv1.ConcurrencyPolicy, fldPath *field.Path) field.ErrorList {
+	return validateConcurrencyPolicy(policy, fldPath)
 }
 
 // validateScheduleAndTimeZone parses the schedule in its zone as the cron
