@@ -18,6 +18,9 @@ type Rule struct {
 	// ("" for create and collections) the request acts on; ok is false
 	// when req is not the RPC's request type.
 	Object func(req any) (namespace, name string, ok bool)
+	// GroupOf, when set, is the API group of the request's object in place
+	// of Group (a CronJob RPC naming a batch/v1 CronJob).
+	GroupOf func(req any) string
 	// More returns the further permissions a request needs beyond the
 	// rule's own (GetJob's pods, the pod writes of a plan given to Execute);
 	// nil when there are none.
@@ -34,7 +37,11 @@ func (r Rule) Attributes(req any) (attrs []Attributes, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	attrs = []Attributes{{Verb: r.Verb, Group: r.Group, Resource: r.Resource, Subresource: r.Subresource, Namespace: ns, Name: name}}
+	group := r.Group
+	if r.GroupOf != nil {
+		group = r.GroupOf(req)
+	}
+	attrs = []Attributes{{Verb: r.Verb, Group: group, Resource: r.Resource, Subresource: r.Subresource, Namespace: ns, Name: name}}
 	if r.More != nil {
 		attrs = append(attrs, r.More(req)...)
 	}
@@ -99,11 +106,11 @@ var Rules = map[string]Rule{
 		})},
 	jobplanev1.CronService_DeleteCronJob_FullMethodName: {Verb: "delete", Group: jobplaneGroup, Resource: cronJobs,
 		Object: on(func(r *jobplanev1.DeleteCronJobRequest) (string, string) { return r.GetNamespace(), r.GetName() })},
-	jobplanev1.CronService_TriggerCronJob_FullMethodName: {Verb: "create", Group: jobplaneGroup, Resource: cronJobs, Subresource: "trigger",
+	jobplanev1.CronService_TriggerCronJob_FullMethodName: {Verb: "create", Group: jobplaneGroup, GroupOf: cronJobGroup, Resource: cronJobs, Subresource: "trigger",
 		Object: on(func(r *jobplanev1.TriggerCronJobRequest) (string, string) { return r.GetNamespace(), r.GetName() })},
-	jobplanev1.CronService_BackfillCronJob_FullMethodName: {Verb: "create", Group: jobplaneGroup, Resource: cronJobs, Subresource: "backfill",
+	jobplanev1.CronService_BackfillCronJob_FullMethodName: {Verb: "create", Group: jobplaneGroup, GroupOf: cronJobGroup, Resource: cronJobs, Subresource: "backfill",
 		Object: on(func(r *jobplanev1.BackfillCronJobRequest) (string, string) { return r.GetNamespace(), r.GetName() })},
-	jobplanev1.CronService_WatchJobInstances_FullMethodName: {Verb: "watch", Group: jobplaneGroup, Resource: cronJobs,
+	jobplanev1.CronService_WatchJobInstances_FullMethodName: {Verb: "watch", Group: jobplaneGroup, GroupOf: cronJobGroup, Resource: cronJobs,
 		Object: on(func(r *jobplanev1.WatchJobInstancesRequest) (string, string) {
 			return r.GetNamespace(), r.GetCronJobName()
 		})},
@@ -192,4 +199,14 @@ func ClassOf(method string) string {
 	default:
 		return ClassWrite
 	}
+}
+
+// cronJobGroup is the API group of the CronJob a request names: batch's for
+// api_version batch/v1, jobplane's otherwise (the RPC then refuses any
+// other apiVersion).
+func cronJobGroup(req any) string {
+	if r, ok := req.(interface{ GetApiVersion() string }); ok && r.GetApiVersion() == "batch/v1" {
+		return batchGroup
+	}
+	return jobplaneGroup
 }

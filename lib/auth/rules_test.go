@@ -190,3 +190,27 @@ func TestClassOf(t *testing.T) {
 		}
 	}
 }
+
+// A batch/v1 CronJob's runs and watches are authorized on cronjobs.batch,
+// jobplane's on cronjobs.jobplane.dev: permission on one kind is none on
+// the other.
+func TestCronJobRPCsAskForTheirKindsGroup(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		req    any
+		group  string
+	}{
+		{jobplanev1.CronService_TriggerCronJob_FullMethodName, &jobplanev1.TriggerCronJobRequest{Namespace: "a", Name: "c"}, "jobplane.dev"},
+		{jobplanev1.CronService_TriggerCronJob_FullMethodName, &jobplanev1.TriggerCronJobRequest{Namespace: "a", Name: "c", ApiVersion: "batch/v1"}, "batch"},
+		{jobplanev1.CronService_BackfillCronJob_FullMethodName, &jobplanev1.BackfillCronJobRequest{Namespace: "a", Name: "c", ApiVersion: "batch/v1"}, "batch"},
+		{jobplanev1.CronService_WatchJobInstances_FullMethodName, &jobplanev1.WatchJobInstancesRequest{Namespace: "a", ApiVersion: "batch/v1"}, "batch"},
+		{jobplanev1.CronService_WatchJobInstances_FullMethodName, &jobplanev1.WatchJobInstancesRequest{Namespace: "a", ApiVersion: "jobplane.dev/v1"}, "jobplane.dev"},
+		// Anything else is refused by the RPC; asked on jobplane's group.
+		{jobplanev1.CronService_TriggerCronJob_FullMethodName, &jobplanev1.TriggerCronJobRequest{Namespace: "a", Name: "c", ApiVersion: "apps/v1"}, "jobplane.dev"},
+	} {
+		attrs, ok := auth.Rules[tc.method].Attributes(tc.req)
+		if !ok || len(attrs) != 1 || attrs[0].Group != tc.group || attrs[0].Resource != "cronjobs" || attrs[0].Namespace != "a" {
+			t.Errorf("%s %v: attributes %+v, want cronjobs.%s in a", tc.method, tc.req, attrs, tc.group)
+		}
+	}
+}

@@ -546,8 +546,11 @@ type TriggerCronJobRequest struct {
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// Start the run even when the concurrency policy would forbid or buffer it.
 	IgnoreConcurrencyPolicy bool `protobuf:"varint,3,opt,name=ignore_concurrency_policy,json=ignoreConcurrencyPolicy,proto3" json:"ignore_concurrency_policy,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// Kind of the CronJob: "jobplane.dev/v1" (the default when empty) or, on a
+	// cron service in drop-in mode, "batch/v1".
+	ApiVersion    string `protobuf:"bytes,4,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TriggerCronJobRequest) Reset() {
@@ -599,6 +602,13 @@ func (x *TriggerCronJobRequest) GetIgnoreConcurrencyPolicy() bool {
 		return x.IgnoreConcurrencyPolicy
 	}
 	return false
+}
+
+func (x *TriggerCronJobRequest) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
 }
 
 // TriggerCronJobResponse carries the Job instance emitted, or the run queued.
@@ -670,8 +680,11 @@ type BackfillCronJobRequest struct {
 	// Concurrency policy of the backfilled runs: "Allow" (default), "Forbid"
 	// or "BufferAll".
 	ConcurrencyPolicy string `protobuf:"bytes,5,opt,name=concurrency_policy,json=concurrencyPolicy,proto3" json:"concurrency_policy,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Kind of the CronJob: "jobplane.dev/v1" (the default when empty) or, on a
+	// cron service in drop-in mode, "batch/v1".
+	ApiVersion    string `protobuf:"bytes,6,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BackfillCronJobRequest) Reset() {
@@ -735,6 +748,13 @@ func (x *BackfillCronJobRequest) GetEnd() *timestamppb.Timestamp {
 func (x *BackfillCronJobRequest) GetConcurrencyPolicy() string {
 	if x != nil {
 		return x.ConcurrencyPolicy
+	}
+	return ""
+}
+
+func (x *BackfillCronJobRequest) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
 	}
 	return ""
 }
@@ -1469,8 +1489,12 @@ type WatchJobInstancesRequest struct {
 	// Empty: the instances emitted from now on. Set (a resource_version of an
 	// earlier response): every instance emitted after it.
 	ResourceVersion string `protobuf:"bytes,3,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Kind of the CronJobs followed: "jobplane.dev/v1" (the default when
+	// empty) or "batch/v1" (the Jobs whose controller is a batch/v1 CronJob,
+	// as a cron service in drop-in mode runs them).
+	ApiVersion    string `protobuf:"bytes,4,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchJobInstancesRequest) Reset() {
@@ -1520,6 +1544,13 @@ func (x *WatchJobInstancesRequest) GetCronJobName() string {
 func (x *WatchJobInstancesRequest) GetResourceVersion() string {
 	if x != nil {
 		return x.ResourceVersion
+	}
+	return ""
+}
+
+func (x *WatchJobInstancesRequest) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
 	}
 	return ""
 }
@@ -1637,20 +1668,24 @@ const file_jobplane_v1_cron_service_proto_rawDesc = "" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12-\n" +
 	"\x12propagation_policy\x18\x03 \x01(\tR\x11propagationPolicy\"\x17\n" +
-	"\x15DeleteCronJobResponse\"\x85\x01\n" +
+	"\x15DeleteCronJobResponse\"\xa6\x01\n" +
 	"\x15TriggerCronJobRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12:\n" +
-	"\x19ignore_concurrency_policy\x18\x03 \x01(\bR\x17ignoreConcurrencyPolicy\"m\n" +
+	"\x19ignore_concurrency_policy\x18\x03 \x01(\bR\x17ignoreConcurrencyPolicy\x12\x1f\n" +
+	"\vapi_version\x18\x04 \x01(\tR\n" +
+	"apiVersion\"m\n" +
 	"\x16TriggerCronJobResponse\x12\"\n" +
 	"\x03job\x18\x01 \x01(\v2\x10.jobplane.v1.JobR\x03job\x12/\n" +
-	"\x06queued\x18\x02 \x01(\v2\x17.jobplane.v1.PendingRunR\x06queued\"\xd9\x01\n" +
+	"\x06queued\x18\x02 \x01(\v2\x17.jobplane.v1.PendingRunR\x06queued\"\xfa\x01\n" +
 	"\x16BackfillCronJobRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x120\n" +
 	"\x05start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12-\n" +
-	"\x12concurrency_policy\x18\x05 \x01(\tR\x11concurrencyPolicy\"\xa6\x01\n" +
+	"\x12concurrency_policy\x18\x05 \x01(\tR\x11concurrencyPolicy\x12\x1f\n" +
+	"\vapi_version\x18\x06 \x01(\tR\n" +
+	"apiVersion\"\xa6\x01\n" +
 	"\x17BackfillCronJobResponse\x12$\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x10.jobplane.v1.JobR\x04jobs\x12/\n" +
 	"\x06queued\x18\x02 \x03(\v2\x17.jobplane.v1.PendingRunR\x06queued\x124\n" +
@@ -1696,11 +1731,13 @@ const file_jobplane_v1_cron_service_proto_rawDesc = "" +
 	"\fScheduledRun\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1d\n" +
 	"\n" +
-	"local_time\x18\x02 \x01(\tR\tlocalTime\"\x87\x01\n" +
+	"local_time\x18\x02 \x01(\tR\tlocalTime\"\xa8\x01\n" +
 	"\x18WatchJobInstancesRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\"\n" +
 	"\rcron_job_name\x18\x02 \x01(\tR\vcronJobName\x12)\n" +
-	"\x10resource_version\x18\x03 \x01(\tR\x0fresourceVersion\"\x80\x02\n" +
+	"\x10resource_version\x18\x03 \x01(\tR\x0fresourceVersion\x12\x1f\n" +
+	"\vapi_version\x18\x04 \x01(\tR\n" +
+	"apiVersion\"\x80\x02\n" +
 	"\x19WatchJobInstancesResponse\x127\n" +
 	"\bcron_job\x18\x01 \x01(\v2\x1c.jobplane.v1.ObjectReferenceR\acronJob\x12A\n" +
 	"\x0escheduled_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rscheduledTime\x12\x18\n" +

@@ -98,7 +98,9 @@ type CronServiceClient interface {
 	// replica does not lead or the executor cannot be reached.
 	//
 	// Authorization: create cronjobs.jobplane.dev, subresource trigger, of
-	// the CronJob.
+	// the CronJob (cronjobs.batch, subresource trigger, for a batch/v1
+	// CronJob: a subresource the API server does not serve, granted by RBAC
+	// all the same).
 	TriggerCronJob(ctx context.Context, in *TriggerCronJobRequest, opts ...grpc.CallOption) (*TriggerCronJobResponse, error)
 	// BackfillCronJob runs every scheduled time in [start, end) (trigger
 	// "Backfill"), named as the scheduled runs are, so a time that already ran
@@ -112,7 +114,8 @@ type CronServiceClient interface {
 	// replica does not lead or the executor cannot be reached.
 	//
 	// Authorization: create cronjobs.jobplane.dev, subresource backfill, of
-	// the CronJob.
+	// the CronJob (cronjobs.batch, subresource backfill, for a batch/v1
+	// CronJob).
 	BackfillCronJob(ctx context.Context, in *BackfillCronJobRequest, opts ...grpc.CallOption) (*BackfillCronJobResponse, error)
 	// PlanCronJob decides one sync of a CronJob, as the cron service's own
 	// controller does: from the CronJob, the Jobs it owns and the current time,
@@ -124,6 +127,15 @@ type CronServiceClient interface {
 	// Without extension fields the decision is the reference's syncCronJob
 	// (v1.36) with its history cleanup, except for the faults listed on
 	// CronJobSpec.starting_deadline_seconds and CronJobPlan.
+	//
+	// A CronJob of api_version "batch/v1" is read as a cron service in drop-in
+	// mode reads one: its extensions from its annotations under
+	// cron.jobplane.dev/ (concurrency-policy, catch-up-policy,
+	// catch-up-window-seconds, catch-up-max-runs, jitter-seconds,
+	// daylight-saving-skipped-hour, daylight-saving-repeated-hour,
+	// no-retroactive-runs) and its pending runs and observed schedule from
+	// cron.jobplane.dev/state; an invalid annotation is INVALID_ARGUMENT
+	// naming it (metadata.annotations[cron.jobplane.dev/...]).
 	//
 	// Errors: INVALID_ARGUMENT with field violations for a missing CronJob
 	// (metadata.name, metadata.namespace, metadata.uid and
@@ -151,8 +163,9 @@ type CronServiceClient interface {
 	// resource_version to resume from is too old; UNAVAILABLE when the API
 	// server cannot be reached.
 	//
-	// Authorization: watch cronjobs.jobplane.dev in the namespace (every
-	// namespace: at the cluster scope), of the CronJob when one is named.
+	// Authorization: watch cronjobs.jobplane.dev (cronjobs.batch for
+	// api_version batch/v1) in the namespace (every namespace: at the cluster
+	// scope), of the CronJob when one is named.
 	// Checked again while the stream sends: it ends with PERMISSION_DENIED
 	// (or UNAUTHENTICATED) at most a cache TTL after the permission (or the
 	// token) is revoked.
@@ -343,7 +356,9 @@ type CronServiceServer interface {
 	// replica does not lead or the executor cannot be reached.
 	//
 	// Authorization: create cronjobs.jobplane.dev, subresource trigger, of
-	// the CronJob.
+	// the CronJob (cronjobs.batch, subresource trigger, for a batch/v1
+	// CronJob: a subresource the API server does not serve, granted by RBAC
+	// all the same).
 	TriggerCronJob(context.Context, *TriggerCronJobRequest) (*TriggerCronJobResponse, error)
 	// BackfillCronJob runs every scheduled time in [start, end) (trigger
 	// "Backfill"), named as the scheduled runs are, so a time that already ran
@@ -357,7 +372,8 @@ type CronServiceServer interface {
 	// replica does not lead or the executor cannot be reached.
 	//
 	// Authorization: create cronjobs.jobplane.dev, subresource backfill, of
-	// the CronJob.
+	// the CronJob (cronjobs.batch, subresource backfill, for a batch/v1
+	// CronJob).
 	BackfillCronJob(context.Context, *BackfillCronJobRequest) (*BackfillCronJobResponse, error)
 	// PlanCronJob decides one sync of a CronJob, as the cron service's own
 	// controller does: from the CronJob, the Jobs it owns and the current time,
@@ -369,6 +385,15 @@ type CronServiceServer interface {
 	// Without extension fields the decision is the reference's syncCronJob
 	// (v1.36) with its history cleanup, except for the faults listed on
 	// CronJobSpec.starting_deadline_seconds and CronJobPlan.
+	//
+	// A CronJob of api_version "batch/v1" is read as a cron service in drop-in
+	// mode reads one: its extensions from its annotations under
+	// cron.jobplane.dev/ (concurrency-policy, catch-up-policy,
+	// catch-up-window-seconds, catch-up-max-runs, jitter-seconds,
+	// daylight-saving-skipped-hour, daylight-saving-repeated-hour,
+	// no-retroactive-runs) and its pending runs and observed schedule from
+	// cron.jobplane.dev/state; an invalid annotation is INVALID_ARGUMENT
+	// naming it (metadata.annotations[cron.jobplane.dev/...]).
 	//
 	// Errors: INVALID_ARGUMENT with field violations for a missing CronJob
 	// (metadata.name, metadata.namespace, metadata.uid and
@@ -396,8 +421,9 @@ type CronServiceServer interface {
 	// resource_version to resume from is too old; UNAVAILABLE when the API
 	// server cannot be reached.
 	//
-	// Authorization: watch cronjobs.jobplane.dev in the namespace (every
-	// namespace: at the cluster scope), of the CronJob when one is named.
+	// Authorization: watch cronjobs.jobplane.dev (cronjobs.batch for
+	// api_version batch/v1) in the namespace (every namespace: at the cluster
+	// scope), of the CronJob when one is named.
 	// Checked again while the stream sends: it ends with PERMISSION_DENIED
 	// (or UNAUTHENTICATED) at most a cache TTL after the permission (or the
 	// token) is revoked.

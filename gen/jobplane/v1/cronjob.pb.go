@@ -26,7 +26,9 @@ const (
 // JSON of `kubectl get cronjob NAME -o json` is a valid CronJob.
 type CronJob struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "jobplane.dev/v1" when set; informational.
+	// "jobplane.dev/v1" when set, or "batch/v1": PlanCronJob then reads the
+	// extensions from the annotations, as for a batch/v1 CronJob in drop-in
+	// mode.
 	ApiVersion string `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
 	// "CronJob" when set; informational.
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`

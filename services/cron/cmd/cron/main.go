@@ -38,6 +38,12 @@ type config struct {
 	qps               float64
 	burst             int
 	lease             leader.Flags
+	// dropIn runs batch/v1 CronJobs in place of the built-in CronJob
+	// controller.
+	dropIn bool
+	// customCronJobs runs cronjobs.jobplane.dev (false: batch/v1's only,
+	// where the custom resource is not installed).
+	customCronJobs bool
 }
 
 func (c *config) registerFlags(fs *flag.FlagSet) {
@@ -47,7 +53,18 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "workers", 5, "CronJobs synced at once")
 	fs.Float64Var(&c.qps, "kube-api-qps", 20, "Kubernetes API requests per second")
 	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
+	fs.BoolVar(&c.dropIn, "drop-in", false, "run batch/v1 CronJobs too, in place of kube-controller-manager's CronJob controller (run it with --controllers=*,-cronjob-controller): their Jobs owned by them, their status in batch/v1's status, jobplane's extensions from annotations under cron.jobplane.dev/, events from cronjob-controller and the reference's cronjob_controller_* metrics")
+	fs.BoolVar(&c.customCronJobs, "jobplane-cronjobs", true, "run jobplane's CronJobs (cronjobs.jobplane.dev); false, with -drop-in, where the custom resource is not installed")
 	c.lease.Register(fs, "jobplane-cron")
+}
+
+// eventSource is the component of the events: the built-in controller's in
+// drop-in mode, so that what reads them finds them.
+func (c *config) eventSource() string {
+	if c.dropIn {
+		return "cronjob-controller"
+	}
+	return "jobplane-cron"
 }
 
 func (c *config) validate() error {
@@ -57,6 +74,9 @@ func (c *config) validate() error {
 	}
 	if c.executorCAFile == "" && !grpcserver.IsLoopback(c.executorAddr) {
 		errs = append(errs, fmt.Errorf("executor-addr %q is not a loopback address: call it over TLS (executor-ca-file)", c.executorAddr))
+	}
+	if !c.customCronJobs && !c.dropIn {
+		errs = append(errs, errors.New("-jobplane-cronjobs=false runs no CronJobs at all without -drop-in"))
 	}
 	if c.workers < 1 {
 		errs = append(errs, fmt.Errorf("workers must be positive, got %d", c.workers))
@@ -88,7 +108,7 @@ func main() {
 // setup builds the cron service; ctx ends when the server starts shutting
 // down.
 func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Logger) error {
-	metrics := controller.NewMetrics()
+	metrics := controller.NewMetrics(cfg.dropIn)
 	if err := metrics.Register(srv.Registry()); err != nil {
 		return err
 	}
@@ -111,11 +131,16 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	if err != nil {
 		return fmt.Errorf("executor client: %w", err)
 	}
-	cronJobs := dyn.Resource(cronapi.GroupVersionResource)
 	jobInformers := informers.NewSharedInformerFactory(kube, 0)
-	cronJobInformers := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	var cronJobs dynamic.NamespaceableResourceInterface
+	var cronJobInformers dynamicinformer.DynamicSharedInformerFactory
+	if cfg.customCronJobs {
+		cronJobs = dyn.Resource(cronapi.GroupVersionResource)
+		cronJobInformers = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	}
 	ctrl, err := controller.New(controller.Config{
 		Kube: kube, Informers: jobInformers, CronJobs: cronJobs, CronJobInformers: cronJobInformers,
+		DropIn: cfg.dropIn, EventSource: cfg.eventSource(),
 		Executor: jobplanev1.NewExecutorServiceClient(conn), Local: time.Local, Log: log, Metrics: metrics,
 	})
 	if err != nil {
@@ -127,15 +152,19 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 		ctrl.SetLeader(elector.Leader)
 	}
 	srv.RegisterService(&jobplanev1.CronService_ServiceDesc, svc.NewCronService(svc.Config{
-		CronJobs: cronJobs, Kube: kube, Runs: ctrl, Local: time.Local, Log: log, Done: ctx.Done(),
+		CronJobs: cronJobs, Kube: kube, Runs: ctrl, DropIn: cfg.dropIn, Local: time.Local, Log: log, Done: ctx.Done(),
 	}))
 
 	srv.Go("informers", func(ctx context.Context) error {
 		jobInformers.Start(ctx.Done())
-		cronJobInformers.Start(ctx.Done())
+		if cronJobInformers != nil {
+			cronJobInformers.Start(ctx.Done())
+		}
 		<-ctx.Done()
 		jobInformers.Shutdown()
-		cronJobInformers.Shutdown()
+		if cronJobInformers != nil {
+			cronJobInformers.Shutdown()
+		}
 		return nil
 	})
 	srv.Go("controller", func(ctx context.Context) error {

@@ -6,6 +6,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,8 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -36,6 +35,7 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/lib/keyedmutex"
+	"github.com/jobplane/jobplane/services/cron/internal/batchcron"
 	"github.com/jobplane/jobplane/services/cron/internal/decide"
 )
 
@@ -64,8 +64,17 @@ type Config struct {
 	Informers informers.SharedInformerFactory
 	// CronJobs reads and writes cronjobs.jobplane.dev.
 	CronJobs dynamic.NamespaceableResourceInterface
-	// CronJobInformers is the factory the CronJob informer comes from.
+	// CronJobInformers is the factory the CronJob informer comes from; nil
+	// runs no jobplane CronJobs (drop-in mode where the custom resource is
+	// not installed).
 	CronJobInformers dynamicinformer.DynamicSharedInformerFactory
+	// DropIn runs batch/v1 CronJobs too (their informer comes from
+	// Informers, their writes go through Kube), in place of the built-in
+	// CronJob controller.
+	DropIn bool
+	// EventSource is the component of the events recorded; "jobplane-cron"
+	// when empty.
+	EventSource string
 	// Executor receives every run (SubmitJob) and deletion (DeleteJob).
 	Executor jobplanev1.ExecutorServiceClient
 	// Local is the zone of a CronJob without spec.timeZone.
@@ -77,9 +86,10 @@ type Config struct {
 
 // Controller runs jobplane CronJobs.
 type Controller struct {
-	cfg      Config
-	log      *slog.Logger
-	cronJobs cache.GenericLister
+	cfg Config
+	log *slog.Logger
+	// kinds are the kinds of CronJob run, by apiVersion.
+	kinds    map[string]cronJobKind
 	jobs     cache.Indexer
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
@@ -105,33 +115,45 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Local = time.Local
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = NewMetrics()
+		cfg.Metrics = NewMetrics(cfg.DropIn)
+	}
+	if cfg.EventSource == "" {
+		cfg.EventSource = "jobplane-cron"
 	}
 	broadcaster := record.NewBroadcaster()
-	cronJobInformer := cfg.CronJobInformers.ForResource(cronapi.GroupVersionResource)
 	jobInformer := cfg.Informers.Batch().V1().Jobs().Informer()
 	c := &Controller{
 		cfg:      cfg,
 		log:      cfg.Log,
-		cronJobs: cronJobInformer.Lister(),
+		kinds:    map[string]cronJobKind{},
 		jobs:     jobInformer.GetIndexer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetry, maxRetry),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "jobplane_cronjob", Clock: cfg.Clock}),
 		events:   broadcaster,
-		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "jobplane-cron"}),
+		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: cfg.EventSource}),
 		metrics:  cfg.Metrics,
 		leading:  func() (bool, string) { return true, "" },
 	}
 	if err := jobInformer.AddIndexers(cache.Indexers{controllerUIDIndex: indexByController}); err != nil {
 		return nil, fmt.Errorf("adding the Job controller index: %w", err)
 	}
-	if _, err := cronJobInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addCronJob,
-		UpdateFunc: c.updateCronJob,
-		DeleteFunc: c.deleteCronJob,
-	}); err != nil {
-		return nil, fmt.Errorf("adding the CronJob event handler: %w", err)
+	handlers := cache.ResourceEventHandlerFuncs{AddFunc: c.addCronJob, UpdateFunc: c.updateCronJob, DeleteFunc: c.deleteCronJob}
+	if cfg.CronJobInformers != nil {
+		cronJobInformer := cfg.CronJobInformers.ForResource(cronapi.GroupVersionResource)
+		c.kinds[cronapi.APIVersion] = customCronJobs{lister: cronJobInformer.Lister(), client: cfg.CronJobs}
+		if _, err := cronJobInformer.Informer().AddEventHandler(handlers); err != nil {
+			return nil, fmt.Errorf("adding the CronJob event handler: %w", err)
+		}
+		c.synced = append(c.synced, cronJobInformer.Informer().HasSynced)
+	}
+	if cfg.DropIn {
+		batchInformer := cfg.Informers.Batch().V1().CronJobs()
+		c.kinds[batchcron.APIVersion] = batchCronJobs{lister: batchInformer.Lister(), kube: cfg.Kube}
+		if _, err := batchInformer.Informer().AddEventHandler(handlers); err != nil {
+			return nil, fmt.Errorf("adding the batch/v1 CronJob event handler: %w", err)
+		}
+		c.synced = append(c.synced, batchInformer.Informer().HasSynced)
 	}
 	if _, err := jobInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addJob,
@@ -140,7 +162,7 @@ func New(cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding the Job event handler: %w", err)
 	}
-	c.synced = []cache.InformerSynced{cronJobInformer.Informer().HasSynced, jobInformer.HasSynced}
+	c.synced = append(c.synced, jobInformer.HasSynced)
 	return c, nil
 }
 
@@ -169,12 +191,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	// A replica that starts leading plans every CronJob at once: a sync
 	// finding nothing due requeues itself at the next scheduled time.
-	cronJobs, err := c.cronJobs.List(labels.Everything())
-	if err != nil {
-		return err
-	}
-	for _, obj := range cronJobs {
-		c.enqueue(obj)
+	for _, key := range c.cronJobKeys() {
+		c.queue.Add(key)
 	}
 	c.log.Info("starting workers", "workers", workers)
 	var wg sync.WaitGroup
@@ -218,17 +236,28 @@ func (c *Controller) sync(ctx context.Context, key string) (*time.Duration, erro
 	unlock := c.syncing.Lock(key)
 	defer unlock()
 	start := c.cfg.Clock.Now()
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	apiVersion, ns, name, err := splitCronJobKey(key)
 	if err != nil {
 		return nil, err
 	}
-	cronJob, err := c.cachedCronJob(ns, name)
-	if apierrors.IsNotFound(err) {
+	kind, err := c.kindOf(apiVersion)
+	if err != nil {
+		return nil, err
+	}
+	cronJob, err := kind.cached(ns, name)
+	var invalid *invalidCronJob
+	switch {
+	case apierrors.IsNotFound(err):
 		c.missed.forget(key)
 		c.written.forget(key)
 		return nil, nil
-	}
-	if err != nil {
+	case errors.As(err, &invalid):
+		// As an object the API server refused: nothing runs until it is
+		// edited, which syncs it again.
+		c.recorder.Eventf(eventTarget(invalid.cronJob), corev1.EventTypeWarning, "InvalidAnnotations",
+			"not run until its jobplane annotations are valid: %v", invalid.errs.ToAggregate())
+		return nil, nil
+	case err != nil:
 		return nil, err
 	}
 	in, err := c.input(ctx, c.written.freshest(key, cronJob))
@@ -247,26 +276,33 @@ func (c *Controller) sync(ctx context.Context, key string) (*time.Duration, erro
 	return p.RequeueAfter, nil
 }
 
-// cachedCronJob reads a CronJob from the informer's cache.
-func (c *Controller) cachedCronJob(namespace, name string) (*cronapi.CronJob, error) {
-	obj, err := c.cronJobs.ByNamespace(namespace).Get(name)
-	if err != nil {
-		return nil, err
+// cronJobKeys are the keys of every cached CronJob, of every kind run.
+func (c *Controller) cronJobKeys() []string {
+	var keys []string
+	for apiVersion, kind := range c.kinds {
+		for _, obj := range kind.list() {
+			keys = append(keys, cronJobKey(apiVersion, obj.GetNamespace(), obj.GetName()))
+		}
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("unexpected %T in the CronJob cache", obj)
-	}
-	return cronapi.FromUnstructured(u)
+	return keys
 }
 
-// liveCronJob reads a CronJob from the API server.
-func (c *Controller) liveCronJob(ctx context.Context, namespace, name string) (*cronapi.CronJob, error) {
-	u, err := c.cfg.CronJobs.Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+// kindOf is the kind of CronJob of apiVersion ("" is jobplane's).
+func (c *Controller) kindOf(apiVersion string) (cronJobKind, error) {
+	kind, ok := c.kinds[cmp.Or(apiVersion, cronapi.APIVersion)]
+	if !ok {
+		return nil, fmt.Errorf("no CronJobs of %s are run here", apiVersion)
+	}
+	return kind, nil
+}
+
+// liveCronJob reads a CronJob of apiVersion from the API server.
+func (c *Controller) liveCronJob(ctx context.Context, apiVersion, namespace, name string) (*cronapi.CronJob, error) {
+	kind, err := c.kindOf(apiVersion)
 	if err != nil {
 		return nil, err
 	}
-	return cronapi.FromUnstructured(u)
+	return kind.live(ctx, namespace, name)
 }
 
 // input is what the decision reads, with the reference's two live reads
@@ -280,7 +316,7 @@ func (c *Controller) input(ctx context.Context, cronJob *cronapi.CronJob) (decid
 		return decide.Input{}, err
 	}
 	if hasUnlistedActiveJob(cronJob, owned) {
-		fresh, err := c.liveCronJob(ctx, cronJob.Namespace, cronJob.Name)
+		fresh, err := c.liveCronJob(ctx, cronJob.APIVersion, cronJob.Namespace, cronJob.Name)
 		if err != nil {
 			return decide.Input{}, err
 		}
@@ -364,8 +400,14 @@ func indexByController(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	if ref := metav1.GetControllerOf(job); ref != nil && ref.APIVersion == cronapi.APIVersion && ref.Kind == cronapi.Kind {
+	if ref := metav1.GetControllerOf(job); ref != nil && isCronJob(ref) {
 		return []string{controllerIndexKey(job.Namespace, ref.UID)}, nil
 	}
 	return nil, nil
+}
+
+// isCronJob says whether ref names a CronJob of a kind this controller may
+// run: jobplane's, or batch/v1's.
+func isCronJob(ref *metav1.OwnerReference) bool {
+	return ref.Kind == cronapi.Kind && (ref.APIVersion == cronapi.APIVersion || ref.APIVersion == batchcron.APIVersion)
 }

@@ -248,10 +248,10 @@ func TestTriggerRespectsTheConcurrencyPolicy(t *testing.T) {
 	f.putJob(running)
 	f.clock.SetTime(minute.Add(20 * time.Second))
 	ctx := context.Background()
-	if _, err := f.c.Trigger(ctx, testNamespace, "cj", false); status.Code(err) != codes.FailedPrecondition {
+	if _, err := f.c.Trigger(ctx, cronapi.APIVersion, testNamespace, "cj", false); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("Trigger under Forbid with a Job active: %v, want FAILED_PRECONDITION", err)
 	}
-	resp, err := f.c.Trigger(ctx, testNamespace, "cj", true)
+	resp, err := f.c.Trigger(ctx, cronapi.APIVersion, testNamespace, "cj", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,11 +261,11 @@ func TestTriggerRespectsTheConcurrencyPolicy(t *testing.T) {
 	if got := f.cronJob("cj"); len(got.Status.Active) != 2 {
 		t.Errorf("active %+v, want the running and the manual Job", got.Status.Active)
 	}
-	if _, err := f.c.Trigger(ctx, testNamespace, "missing", false); status.Code(err) != codes.NotFound {
+	if _, err := f.c.Trigger(ctx, cronapi.APIVersion, testNamespace, "missing", false); status.Code(err) != codes.NotFound {
 		t.Errorf("Trigger of a missing CronJob: %v, want NOT_FOUND", err)
 	}
 	f.c.SetLeader(func() (bool, string) { return false, "other-replica" })
-	if _, err := f.c.Trigger(ctx, testNamespace, "cj", true); status.Code(err) != codes.Unavailable {
+	if _, err := f.c.Trigger(ctx, cronapi.APIVersion, testNamespace, "cj", true); status.Code(err) != codes.Unavailable {
 		t.Errorf("Trigger on a standby: %v, want UNAVAILABLE", err)
 	}
 }
@@ -313,7 +313,7 @@ func TestTriggerUnderBufferOneQueues(t *testing.T) {
 	f := newFixture(t, cj)
 	f.putJob(running)
 	f.clock.SetTime(minute.Add(70 * time.Second))
-	resp, err := f.c.Trigger(context.Background(), testNamespace, "cj", false)
+	resp, err := f.c.Trigger(context.Background(), cronapi.APIVersion, testNamespace, "cj", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,24 +1,44 @@
 package controller
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/services/cron/internal/batchcron"
 )
 
 // The reference's enqueue rules: a CronJob is synced when it appears or
 // changes and when a Job it controls does; a schedule or zone change re-plans
 // at once (the decision then never fires a run retroactively).
 
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+// keyOf is the queue key of a CronJob of either kind (jobplane's come
+// unstructured, batch/v1's typed), or of its tombstone.
+func keyOf(obj any) (string, bool) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	apiVersion := cronapi.APIVersion
+	if _, ok := obj.(*batchv1.CronJob); ok {
+		apiVersion = batchcron.APIVersion
+	}
+	m, err := meta.Accessor(obj)
 	if err != nil {
-		c.log.Error("no key for object", "err", err)
+		return "", false
+	}
+	return cronJobKey(apiVersion, m.GetNamespace(), m.GetName()), true
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, ok := keyOf(obj)
+	if !ok {
+		c.log.Error("no key for object", "object", fmt.Sprintf("%T", obj))
 		return
 	}
 	c.queue.Add(key)
@@ -27,17 +47,17 @@ func (c *Controller) enqueue(obj any) {
 func (c *Controller) addCronJob(obj any) { c.enqueue(obj) }
 
 func (c *Controller) updateCronJob(old, cur any) {
-	oldU, okOld := old.(*unstructured.Unstructured)
-	curU, okCur := cur.(*unstructured.Unstructured)
-	if okOld && okCur && oldU.GetResourceVersion() == curU.GetResourceVersion() {
+	oldMeta, errOld := meta.Accessor(old)
+	curMeta, errCur := meta.Accessor(cur)
+	if errOld == nil && errCur == nil && oldMeta.GetResourceVersion() == curMeta.GetResourceVersion() {
 		return // a resync
 	}
 	c.enqueue(cur)
 }
 
 func (c *Controller) deleteCronJob(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
+	key, ok := keyOf(obj)
+	if !ok {
 		return
 	}
 	c.missed.forget(key)
@@ -78,19 +98,25 @@ func (c *Controller) deleteJob(obj any) {
 	c.enqueueController(job)
 }
 
-// enqueueController enqueues the CronJob controlling job, if it is one of
-// ours and still the same CronJob (by UID).
+// enqueueController enqueues the CronJob controlling job, if it is of a
+// kind run here and still the same CronJob (by UID). A CronJob with invalid
+// annotations is enqueued too: its sync says why it does not run.
 func (c *Controller) enqueueController(job *batchv1.Job) {
 	ref := metav1.GetControllerOf(job)
-	if ref == nil || ref.APIVersion != cronapi.APIVersion || ref.Kind != cronapi.Kind {
+	if ref == nil || ref.Kind != cronapi.Kind {
 		return
 	}
-	obj, err := c.cronJobs.ByNamespace(job.Namespace).Get(ref.Name)
-	if err != nil {
+	kind, ok := c.kinds[ref.APIVersion]
+	if !ok {
 		return
 	}
-	if u, ok := obj.(*unstructured.Unstructured); !ok || u.GetUID() != ref.UID {
+	cronJob, err := kind.cached(job.Namespace, ref.Name)
+	var invalid *invalidCronJob
+	if errors.As(err, &invalid) {
+		cronJob, err = invalid.cronJob, nil
+	}
+	if err != nil || cronJob.UID != ref.UID {
 		return
 	}
-	c.queue.Add(job.Namespace + "/" + ref.Name)
+	c.queue.Add(cronJobKey(ref.APIVersion, job.Namespace, ref.Name))
 }

@@ -16,6 +16,9 @@ import (
 // under a jobplane_ prefix) and the cron service's own.
 type Metrics struct {
 	creationSkew prometheus.Histogram
+	// referenceSkew is the reference's own creation skew, under its name,
+	// in drop-in mode (nil otherwise): dashboards keep working.
+	referenceSkew prometheus.Histogram
 	runs         *prometheus.CounterVec
 	missedRuns   prometheus.Counter
 	syncDuration *prometheus.HistogramVec
@@ -23,8 +26,21 @@ type Metrics struct {
 	apiRequests  *prometheus.CounterVec
 }
 
-// NewMetrics returns unregistered metrics.
-func NewMetrics() *Metrics {
+// NewMetrics returns unregistered metrics; in drop-in mode with the
+// reference controller's (cronjob_controller_*) too.
+func NewMetrics(dropIn bool) *Metrics {
+	m := newMetrics()
+	if dropIn {
+		m.referenceSkew = prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cronjob_controller_job_creation_skew_duration_seconds",
+			Help:    "Time between when a cronjob is scheduled to be run, and when the corresponding job is created",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+		})
+	}
+	return m
+}
+
+func newMetrics() *Metrics {
 	return &Metrics{
 		creationSkew: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "jobplane_cronjob_job_creation_skew_duration_seconds",
@@ -59,7 +75,11 @@ func (m *Metrics) Transport(next http.RoundTripper) http.RoundTripper {
 
 // Register registers the metrics.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.creationSkew, m.runs, m.missedRuns, m.syncDuration, m.statusWrites, m.apiRequests} {
+	collectors := []prometheus.Collector{m.creationSkew, m.runs, m.missedRuns, m.syncDuration, m.statusWrites, m.apiRequests}
+	if m.referenceSkew != nil {
+		collectors = append(collectors, m.referenceSkew)
+	}
+	for _, c := range collectors {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -72,7 +92,11 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 // would hide everything below a second.
 func (m *Metrics) runEmitted(create *decide.CreateJob, now time.Time) {
 	m.runs.WithLabelValues(create.Trigger).Inc()
-	m.creationSkew.Observe(now.Sub(create.ScheduledTime).Seconds())
+	skew := now.Sub(create.ScheduledTime).Seconds()
+	m.creationSkew.Observe(skew)
+	if m.referenceSkew != nil {
+		m.referenceSkew.Observe(skew)
+	}
 }
 
 func (m *Metrics) missed(n int) { m.missedRuns.Add(float64(n)) }
@@ -107,7 +131,7 @@ func (m *missedRuns) add(cronJob *cronapi.CronJob, times []time.Time) int {
 	if len(times) == 0 {
 		return 0
 	}
-	key := cronJob.Namespace + "/" + cronJob.Name
+	key := cronJobKey(cronJob.APIVersion, cronJob.Namespace, cronJob.Name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.counted == nil {

@@ -13,7 +13,7 @@ import (
 func TestTransportCountsAPIRequests(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
-	m := NewMetrics()
+	m := NewMetrics(false)
 	client := &http.Client{Transport: m.Transport(http.DefaultTransport)}
 	for _, path := range []string{"/apis/jobplane.dev/v1/namespaces/ns/cronjobs/c/status", "/apis/jobplane.dev/v1/namespaces/ns/cronjobs/c/status"} {
 		req, err := http.NewRequest(http.MethodPut, srv.URL+path, nil)

@@ -141,23 +141,19 @@ func (c *Controller) deleteRun(ctx context.Context, ref *corev1.ObjectReference)
 	return err
 }
 
-// writeStatus replaces the CronJob's status, at the resourceVersion it was
+// writeStatus writes the CronJob's status, at the resourceVersion it was
 // read at: a conflict fails the sync, which plans again.
 func (c *Controller) writeStatus(ctx context.Context, cronJob *cronapi.CronJob, st cronapi.CronJobStatus) error {
-	next := cronJob.DeepCopy()
-	next.Status = st
-	u, err := cronapi.ToUnstructured(next)
+	kind, err := c.kindOf(cronJob.APIVersion)
 	if err != nil {
 		return err
 	}
-	stored, err := c.cfg.CronJobs.Namespace(cronJob.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	stored, err := kind.writeStatus(ctx, cronJob, st)
 	if err != nil {
 		c.metrics.statusWriteFailed(apierrors.IsConflict(err))
 		return fmt.Errorf("writing the status of CronJob %s/%s: %w", cronJob.Namespace, cronJob.Name, err)
 	}
-	if after, err := cronapi.FromUnstructured(stored); err == nil {
-		c.written.record(cronJob.Namespace+"/"+cronJob.Name, cronJob.ResourceVersion, after)
-	}
+	c.written.record(cronJobKey(cronJob.APIVersion, cronJob.Namespace, cronJob.Name), cronJob.ResourceVersion, stored)
 	return nil
 }
 
@@ -181,7 +177,7 @@ func keepActive(st *cronapi.CronJobStatus, cronJob *cronapi.CronJob, uid types.U
 // eventTarget is the reference events are recorded on.
 func eventTarget(cronJob *cronapi.CronJob) *corev1.ObjectReference {
 	return &corev1.ObjectReference{
-		APIVersion: cronapi.APIVersion, Kind: cronapi.Kind,
+		APIVersion: cronJob.APIVersion, Kind: cronapi.Kind,
 		Namespace: cronJob.Namespace, Name: cronJob.Name, UID: cronJob.UID, ResourceVersion: cronJob.ResourceVersion,
 	}
 }

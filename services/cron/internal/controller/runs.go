@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -19,8 +20,8 @@ import (
 
 // Trigger starts a manual run of a CronJob now (the TriggerCronJob RPC),
 // under the CronJob's lock so that it never races a sync.
-func (c *Controller) Trigger(ctx context.Context, namespace, name string, ignoreConcurrencyPolicy bool) (*jobplanev1.TriggerCronJobResponse, error) {
-	in, unlock, err := c.lockedInput(ctx, namespace, name)
+func (c *Controller) Trigger(ctx context.Context, apiVersion, namespace, name string, ignoreConcurrencyPolicy bool) (*jobplanev1.TriggerCronJobResponse, error) {
+	in, unlock, err := c.lockedInput(ctx, apiVersion, namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +34,7 @@ func (c *Controller) Trigger(ctx context.Context, namespace, name string, ignore
 	if out.err != nil {
 		return nil, apierr.New(codes.Unavailable, "RUN_FAILED", nil, "the run of %s/%s could not be handed to the executor: %v", namespace, name, out.err)
 	}
-	c.queue.Add(namespace + "/" + name)
+	c.queue.Add(cronJobKey(apiVersion, namespace, name))
 	resp := &jobplanev1.TriggerCronJobResponse{}
 	if len(out.created) > 0 {
 		resp.Job = out.created[0]
@@ -46,7 +47,8 @@ func (c *Controller) Trigger(ctx context.Context, namespace, name string, ignore
 // Backfill runs the scheduled times of a past range (the BackfillCronJob
 // RPC).
 func (c *Controller) Backfill(ctx context.Context, req *jobplanev1.BackfillCronJobRequest) (*jobplanev1.BackfillCronJobResponse, error) {
-	in, unlock, err := c.lockedInput(ctx, req.GetNamespace(), req.GetName())
+	apiVersion := cmp.Or(req.GetApiVersion(), cronapi.APIVersion)
+	in, unlock, err := c.lockedInput(ctx, apiVersion, req.GetNamespace(), req.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +61,7 @@ func (c *Controller) Backfill(ctx context.Context, req *jobplanev1.BackfillCronJ
 	if out.err != nil {
 		return nil, apierr.New(codes.Unavailable, "RUN_FAILED", nil, "the backfill of %s/%s stopped: %v", req.GetNamespace(), req.GetName(), out.err)
 	}
-	c.queue.Add(req.GetNamespace() + "/" + req.GetName())
+	c.queue.Add(cronJobKey(apiVersion, req.GetNamespace(), req.GetName()))
 	resp := &jobplanev1.BackfillCronJobResponse{Jobs: out.created, Queued: newPendingRuns(in.CronJob.Status, p.Status)}
 	for _, t := range p.Skipped {
 		resp.Skipped = append(resp.Skipped, kubeconv.TimeFromKube(ptrTime(t)))
@@ -84,19 +86,27 @@ func newPendingRuns(before, after cronapi.CronJobStatus) []*jobplanev1.PendingRu
 
 // lockedInput locks a CronJob and reads what a decision about it needs, the
 // CronJob read live: an RPC acts on the CronJob as it is now.
-func (c *Controller) lockedInput(ctx context.Context, namespace, name string) (decide.Input, func(), error) {
+func (c *Controller) lockedInput(ctx context.Context, apiVersion, namespace, name string) (decide.Input, func(), error) {
 	if leading, holder := c.leading(); !leading {
 		if holder == "" {
 			return decide.Input{}, nil, apierr.New(codes.Unavailable, "NOT_LEADER", nil, "not the leader; the leader is unknown")
 		}
 		return decide.Input{}, nil, apierr.New(codes.Unavailable, "NOT_LEADER", map[string]string{"leader": holder}, "not the leader; the leader is %s", holder)
 	}
-	unlock := c.syncing.Lock(namespace + "/" + name)
-	cronJob, err := c.liveCronJob(ctx, namespace, name)
+	if _, err := c.kindOf(apiVersion); err != nil {
+		return decide.Input{}, nil, apierr.New(codes.FailedPrecondition, "KIND_NOT_RUN", nil, "%v", err)
+	}
+	unlock := c.syncing.Lock(cronJobKey(apiVersion, namespace, name))
+	cronJob, err := c.liveCronJob(ctx, apiVersion, namespace, name)
+	var invalid *invalidCronJob
 	if err != nil {
 		unlock()
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return decide.Input{}, nil, apierr.New(codes.NotFound, "NOT_FOUND", nil, "CronJob %s/%s not found", namespace, name)
+		case errors.As(err, &invalid):
+			return decide.Input{}, nil, apierr.New(codes.FailedPrecondition, "INVALID_ANNOTATIONS", nil,
+				"CronJob %s/%s is not run until its jobplane annotations are valid: %v", namespace, name, invalid.errs.ToAggregate())
 		}
 		return decide.Input{}, nil, apierr.FromKube(err)
 	}

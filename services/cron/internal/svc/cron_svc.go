@@ -37,6 +37,9 @@ type Config struct {
 	// Runs performs manual and backfilled runs (the controller, while this
 	// replica leads).
 	Runs Runs
+	// DropIn: batch/v1 CronJobs are run here too, so the RPCs naming a
+	// CronJob take api_version batch/v1.
+	DropIn bool
 	// Local is the zone of a CronJob without spec.timeZone.
 	Local *time.Location
 	Log   *slog.Logger
@@ -46,7 +49,7 @@ type Config struct {
 
 // Runs starts runs outside the schedule; the controller implements it.
 type Runs interface {
-	Trigger(ctx context.Context, namespace, name string, ignoreConcurrencyPolicy bool) (*jobplanev1.TriggerCronJobResponse, error)
+	Trigger(ctx context.Context, apiVersion, namespace, name string, ignoreConcurrencyPolicy bool) (*jobplanev1.TriggerCronJobResponse, error)
 	Backfill(ctx context.Context, req *jobplanev1.BackfillCronJobRequest) (*jobplanev1.BackfillCronJobResponse, error)
 }
 

@@ -13,6 +13,7 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/services/cron/internal/batchcron"
 	"github.com/jobplane/jobplane/services/cron/internal/decide"
 )
 
@@ -54,6 +55,11 @@ func planInput(req *jobplanev1.PlanCronJobRequest, local *time.Location) (decide
 	cronJob, err := kubeconv.CronJobToKube(req.GetCronJob())
 	if err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("cronJob", "spec", "jobTemplate", "spec", "template", "spec"), field.OmitValueType{}, err.Error()))
+	} else if cronJob.APIVersion == batchcron.APIVersion {
+		for _, e := range batchcron.Extend(cronJob) {
+			e.Field = "cronJob." + e.Field
+			errs = append(errs, e)
+		}
 	}
 	jobs := make([]*batchv1.Job, 0, len(req.GetJobs()))
 	for i, j := range req.GetJobs() {

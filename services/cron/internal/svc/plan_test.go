@@ -104,6 +104,51 @@ func TestPlanCronJobRejectsIncompleteRequests(t *testing.T) {
 	}
 }
 
+// A batch/v1 CronJob is planned as the cron service in drop-in mode runs
+// it: its extensions are its annotations (here a buffer: a run while one is
+// active is queued, not started, as the spec's Allow would), and an invalid
+// annotation is named.
+func TestPlanCronJobReadsABatchV1CronJobsAnnotations(t *testing.T) {
+	c := client(t)
+	req := planRequest(t)
+	req.CronJob.ApiVersion = "batch/v1"
+	req.CronJob.Spec.ConcurrencyPolicy = "Allow"
+	active := proto.Clone(req.Jobs[0]).(*jobplanev1.Job)
+	active.Metadata.Name, active.Metadata.Uid, active.Status = "report-running", "running-uid", nil
+	req.Jobs = append(req.Jobs, active)
+	req.CronJob.Status.Active = append(req.CronJob.Status.Active, &jobplanev1.ObjectReference{
+		ApiVersion: "batch/v1", Kind: "Job", Namespace: active.Metadata.Namespace, Name: active.Metadata.Name, Uid: active.Metadata.Uid})
+	req.CronJob.Metadata.Annotations = map[string]string{"cron.jobplane.dev/concurrency-policy": "BufferOne"}
+	resp, err := c.PlanCronJob(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range resp.GetPlan().GetActions() {
+		if a.GetCreateJob() != nil {
+			t.Errorf("BufferOne from the annotation: a Job created beside the active one (%v)", a)
+		}
+	}
+	if n := len(resp.GetPlan().GetStatus().GetPendingRuns()); n != 1 {
+		t.Errorf("%d pending runs, want the run buffered", n)
+	}
+	req.CronJob.ApiVersion = "jobplane.dev/v1" // annotations are batch/v1's extensions only
+	resp, err = c.PlanCronJob(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.GetPlan().GetStatus().GetPendingRuns()); n != 0 {
+		t.Errorf("a jobplane CronJob read its annotations: %d pending runs", n)
+	}
+
+	req.CronJob.ApiVersion = "batch/v1"
+	req.CronJob.Metadata.Annotations = map[string]string{"cron.jobplane.dev/jitter-seconds": "soon"}
+	_, err = c.PlanCronJob(context.Background(), req)
+	violations := apierr.FieldViolations(err)
+	if status.Code(err) != codes.InvalidArgument || len(violations) != 1 || violations[0].Field != "cronJob.metadata.annotations[cron.jobplane.dev/jitter-seconds]" {
+		t.Errorf("invalid annotation: %v", err)
+	}
+}
+
 // PreviewSchedule applies a daylight-saving policy as a CronJob would.
 func TestPreviewScheduleFollowsTheDaylightSavingPolicy(t *testing.T) {
 	c := client(t)

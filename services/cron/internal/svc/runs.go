@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"cmp"
 	"context"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -8,17 +9,21 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/services/cron/internal/batchcron"
 )
 
 // TriggerCronJob starts a run now, through the controller.
 func (s *CronService) TriggerCronJob(ctx context.Context, req *jobplanev1.TriggerCronJobRequest) (*jobplanev1.TriggerCronJobResponse, error) {
-	if err := apierr.Invalid("invalid TriggerCronJob request", cronJobKey(nil, req.GetNamespace(), req.GetName())); err != nil {
+	errs := cronJobKey(nil, req.GetNamespace(), req.GetName())
+	errs = append(errs, s.checkAPIVersion(req.GetApiVersion())...)
+	if err := apierr.Invalid("invalid TriggerCronJob request", errs); err != nil {
 		return nil, err
 	}
 	if s.cfg.Runs == nil {
 		return nil, withoutCluster("TriggerCronJob")
 	}
-	return s.cfg.Runs.Trigger(ctx, req.GetNamespace(), req.GetName(), req.GetIgnoreConcurrencyPolicy())
+	return s.cfg.Runs.Trigger(ctx, cmp.Or(req.GetApiVersion(), cronapi.APIVersion), req.GetNamespace(), req.GetName(), req.GetIgnoreConcurrencyPolicy())
 }
 
 // BackfillCronJob runs the scheduled times of a past range, through the
@@ -27,6 +32,7 @@ func (s *CronService) BackfillCronJob(ctx context.Context, req *jobplanev1.Backf
 	errs := cronJobKey(nil, req.GetNamespace(), req.GetName())
 	errs = append(errs, checkTimestamp(field.NewPath("start"), req.GetStart())...)
 	errs = append(errs, checkTimestamp(field.NewPath("end"), req.GetEnd())...)
+	errs = append(errs, s.checkAPIVersion(req.GetApiVersion())...)
 	if err := apierr.Invalid("invalid BackfillCronJob request", errs); err != nil {
 		return nil, err
 	}
@@ -44,4 +50,20 @@ func checkTimestamp(path *field.Path, ts *timestamppb.Timestamp) field.ErrorList
 		return field.ErrorList{field.Invalid(path, field.OmitValueType{}, err.Error())}
 	}
 	return nil
+}
+
+// checkAPIVersion: a request names jobplane's CronJobs (empty or
+// jobplane.dev/v1) or, in drop-in mode, batch/v1's.
+func (s *CronService) checkAPIVersion(apiVersion string) field.ErrorList {
+	path := field.NewPath("apiVersion")
+	switch apiVersion {
+	case "", cronapi.APIVersion:
+		return nil
+	case batchcron.APIVersion:
+		if s.cfg.DropIn {
+			return nil
+		}
+		return field.ErrorList{field.Invalid(path, apiVersion, "batch/v1 CronJobs are run only by a cron service in drop-in mode (-drop-in)")}
+	}
+	return field.ErrorList{field.NotSupported(path, apiVersion, []string{cronapi.APIVersion, batchcron.APIVersion})}
 }

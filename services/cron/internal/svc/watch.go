@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -31,6 +32,7 @@ func (s *CronService) WatchJobInstances(req *jobplanev1.WatchJobInstancesRequest
 	if name := req.GetCronJobName(); name != "" {
 		errs = apierr.ObjectKey(field.NewPath("namespace"), field.NewPath("cronJobName"), req.GetNamespace(), name)
 	}
+	errs = append(errs, s.checkAPIVersion(req.GetApiVersion())...)
 	if err := apierr.Invalid("invalid WatchJobInstances request", errs); err != nil {
 		return err
 	}
@@ -48,7 +50,8 @@ func (s *CronService) WatchJobInstances(req *jobplanev1.WatchJobInstancesRequest
 			}
 		}()
 	}
-	w := &instanceWatch{stream: stream, jobs: s.cfg.Kube.BatchV1().Jobs(req.GetNamespace()), cronJob: req.GetCronJobName()}
+	w := &instanceWatch{stream: stream, jobs: s.cfg.Kube.BatchV1().Jobs(req.GetNamespace()), cronJob: req.GetCronJobName(),
+		apiVersion: cmp.Or(req.GetApiVersion(), cronapi.APIVersion)}
 	err := w.run(ctx, req.GetResourceVersion())
 	if ctx.Err() != nil {
 		return nil // the client left or the server is shutting down
@@ -61,6 +64,8 @@ type instanceWatch struct {
 	stream  jobplanev1.CronService_WatchJobInstancesServer
 	jobs    typedbatchv1.JobInterface
 	cronJob string
+	// apiVersion is the kind of CronJob whose Jobs are followed.
+	apiVersion string
 }
 
 func (w *instanceWatch) run(ctx context.Context, resourceVersion string) error {
@@ -94,7 +99,7 @@ func (w *instanceWatch) relay(ev watch.Event) error {
 // Job.
 func (w *instanceWatch) instance(job *batchv1.Job) *jobplanev1.WatchJobInstancesResponse {
 	ref := metav1.GetControllerOf(job)
-	if ref == nil || ref.APIVersion != cronapi.APIVersion || ref.Kind != cronapi.Kind {
+	if ref == nil || ref.APIVersion != w.apiVersion || ref.Kind != cronapi.Kind {
 		return nil
 	}
 	if w.cronJob != "" && ref.Name != w.cronJob {

@@ -32,7 +32,7 @@ func TestStatusConflictRePlans(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	executor := &interferingExecutor{client: e.api.Client, cronJobs: e.cronJobs}
-	metrics := controller.NewMetrics()
+	metrics := controller.NewMetrics(false)
 	registry := prometheus.NewRegistry()
 	if err := metrics.Register(registry); err != nil {
 		t.Fatal(err)

@@ -33,12 +33,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/keyedmutex"
 	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/executor/internal/dropin"
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 	"github.com/jobplane/jobplane/services/executor/internal/jobstate"
@@ -76,7 +76,7 @@ type Config struct {
 	// ManagedBy is the spec.managedBy value of the Jobs to run.
 	ManagedBy string
 	// DropIn runs the Jobs of the built-in Job controller too (spec.managedBy
-	// unset or BuiltinManagedBy), in its place.
+	// unset or dropin.BuiltinManagedBy), in its place.
 	DropIn bool
 	// EventSource is the component of the events recorded; empty is
 	// "jobplane-executor".
@@ -419,14 +419,9 @@ func (c *Controller) podWritten(pod *corev1.Pod) {
 	}
 }
 
-// BuiltinManagedBy is the spec.managedBy of the built-in Job controller's
-// Jobs, as unset is.
-const BuiltinManagedBy = "kubernetes.io/job-controller"
-
 // managed says whether the Job is one the controller runs.
 func (c *Controller) managed(job *batchv1.Job) bool {
-	managedBy := ptr.Deref(job.Spec.ManagedBy, "")
-	return managedBy == c.cfg.ManagedBy || c.cfg.DropIn && (managedBy == "" || managedBy == BuiltinManagedBy)
+	return dropin.Runs(job, c.cfg.ManagedBy, c.cfg.DropIn)
 }
 
 func isFinished(job *batchv1.Job) bool {

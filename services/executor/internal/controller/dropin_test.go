@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	"github.com/jobplane/jobplane/services/executor/internal/dropin"
 	"k8s.io/utils/ptr"
 )
 
@@ -16,7 +17,7 @@ func TestManagedJobs(t *testing.T) {
 	}{
 		{managedBy: ptr.To(testManagedBy), own: true, dropIn: true},
 		{managedBy: nil, own: false, dropIn: true},
-		{managedBy: ptr.To(BuiltinManagedBy), own: false, dropIn: true},
+		{managedBy: ptr.To(dropin.BuiltinManagedBy), own: false, dropIn: true},
 		{managedBy: ptr.To("kueue.x-k8s.io/multikueue"), own: false, dropIn: false},
 		{managedBy: ptr.To(""), own: false, dropIn: true},
 	} {

@@ -24,6 +24,7 @@ import (
 	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/executor/internal/dropin"
 )
 
 // DefaultManagedBy is the spec.managedBy of the Jobs jobplane runs.
@@ -57,6 +58,11 @@ type Config struct {
 	// ManagedBy is the spec.managedBy of jobplane's Jobs; DefaultManagedBy
 	// when empty.
 	ManagedBy string
+	// DropIn: the executor runs the built-in Job controller's Jobs too
+	// (spec.managedBy unset or kubernetes.io/job-controller), and a Job
+	// submitted without spec.managedBy is created as it is, a plain
+	// batch/v1 Job (the cron service's runs of batch/v1 CronJobs are).
+	DropIn bool
 	// Log receives the causes of Internal errors; slog.Default() when nil.
 	Log *slog.Logger
 	// Done closes when the server starts shutting down (the Setup context's
@@ -124,7 +130,7 @@ func (s *ExecutorService) mustLead() error {
 
 // manages says whether job is one of jobplane's.
 func (s *ExecutorService) manages(job *batchv1.Job) bool {
-	return ptr.Deref(job.Spec.ManagedBy, "") == s.cfg.ManagedBy
+	return dropin.Runs(job, s.cfg.ManagedBy, s.cfg.DropIn)
 }
 
 func (s *ExecutorService) notManaged(job *batchv1.Job) error {

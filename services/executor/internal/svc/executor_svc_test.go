@@ -49,6 +49,9 @@ type fixture struct {
 	runner       *fakeRunner
 	api          jobplanev1.ExecutorServiceClient
 	done         chan struct{}
+	// dropIn serves as an executor in drop-in mode (serve again after
+	// setting it).
+	dropIn bool
 }
 
 func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
@@ -99,6 +102,7 @@ func (f *fixture) serve(t *testing.T, impersonate func(*auth.Identity) (typedbat
 			PodsOf:      func(job *batchv1.Job) ([]*corev1.Pod, error) { return f.pods[job.UID], nil },
 			Runner:      f.runner,
 			ManagedBy:   managedBy,
+			DropIn:      f.dropIn,
 			Log:         slog.New(slog.DiscardHandler),
 			Done:        f.done,
 		}))

@@ -99,9 +99,9 @@ func (s *ExecutorService) asCaller(ctx context.Context, namespace string) (typed
 }
 
 // withManagedBy returns job with an empty spec.managedBy set to jobplane's,
-// leaving the request untouched.
+// leaving the request untouched; in drop-in mode it stays empty.
 func (s *ExecutorService) withManagedBy(job *jobplanev1.Job) *jobplanev1.Job {
-	if job == nil || job.GetSpec().GetManagedBy() != "" {
+	if job == nil || job.GetSpec().GetManagedBy() != "" || s.cfg.DropIn {
 		return job
 	}
 	job = proto.Clone(job).(*jobplanev1.Job)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	batchv1 "k8s.io/api/batch/v1"
@@ -492,4 +493,33 @@ func TestSubmitJobCreatesInTheJobsLane(t *testing.T) {
 		}
 	}
 	equal(t, "lanes", keys, []string{"default/mine key=", " key="})
+}
+
+// In drop-in mode the executor is the cluster's Job controller: a Job
+// submitted without spec.managedBy is created as kubectl would create it (as
+// the built-in CronJob controller creates a batch/v1 CronJob's runs), and
+// the built-in controller's Jobs are its own to read and delete.
+func TestSubmitJobInDropInModeKeepsAPlainJobPlain(t *testing.T) {
+	f := newFixture(t, job("default", "builtin", managedByOther))
+	f.dropIn = true
+	api := f.serve(t, f.impersonate)
+	resp, err := api.SubmitJob(context.Background(), &jobplanev1.SubmitJobRequest{Job: contractJob(t, "default", "plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := resp.GetJob().GetSpec().ManagedBy; m != nil {
+		t.Errorf("spec.managedBy %q, want it unset", *m)
+	}
+	created, err := f.client.BatchV1().Jobs("default").Get(context.Background(), "plain", metav1.GetOptions{})
+	if err != nil || created.Spec.ManagedBy != nil {
+		t.Errorf("stored Job %v (%v), want spec.managedBy unset", created, err)
+	}
+	if _, err := api.GetJob(context.Background(), &jobplanev1.GetJobRequest{Namespace: "default", Name: "builtin"}); err != nil {
+		t.Errorf("GetJob of the built-in controller's Job: %v", err)
+	}
+	other := contractJob(t, "default", "elsewhere")
+	other.Spec.ManagedBy = proto.String("example.com/other")
+	if _, err := api.SubmitJob(context.Background(), &jobplanev1.SubmitJobRequest{Job: other}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a Job of another controller: %v, want INVALID_ARGUMENT", err)
+	}
 }

@@ -1,0 +1,17 @@
+package dropin
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/utils/ptr"
+)
+
+// BuiltinManagedBy is the spec.managedBy of the built-in Job controller's
+// Jobs, as unset is.
+const BuiltinManagedBy = "kubernetes.io/job-controller"
+
+// Runs says whether an executor whose own Jobs carry managedBy runs job:
+// those, and in drop-in mode the built-in controller's.
+func Runs(job *batchv1.Job, managedBy string, dropIn bool) bool {
+	m := ptr.Deref(job.Spec.ManagedBy, "")
+	return m == managedBy || dropIn && (m == "" || m == BuiltinManagedBy)
+}
