@@ -123,10 +123,10 @@ func New(cfg Config) (*Controller, error) {
 	broadcaster := record.NewBroadcaster()
 	jobInformer := cfg.Informers.Batch().V1().Jobs().Informer()
 	c := &Controller{
-		cfg:      cfg,
-		log:      cfg.Log,
-		kinds:    map[string]cronJobKind{},
-		jobs:     jobInformer.GetIndexer(),
+		cfg:   cfg,
+		log:   cfg.Log,
+		kinds: map[string]cronJobKind{},
+		jobs:  jobInformer.GetIndexer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetry, maxRetry),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "jobplane_cronjob", Clock: cfg.Clock}),

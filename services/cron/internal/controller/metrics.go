@@ -19,11 +19,11 @@ type Metrics struct {
 	// referenceSkew is the reference's own creation skew, under its name,
 	// in drop-in mode (nil otherwise): dashboards keep working.
 	referenceSkew prometheus.Histogram
-	runs         *prometheus.CounterVec
-	missedRuns   prometheus.Counter
-	syncDuration *prometheus.HistogramVec
-	statusWrites *prometheus.CounterVec
-	apiRequests  *prometheus.CounterVec
+	runs          *prometheus.CounterVec
+	missedRuns    prometheus.Counter
+	syncDuration  *prometheus.HistogramVec
+	statusWrites  *prometheus.CounterVec
+	apiRequests   *prometheus.CounterVec
 }
 
 // NewMetrics returns unregistered metrics; in drop-in mode with the
