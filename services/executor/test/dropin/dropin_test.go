@@ -29,21 +29,41 @@ type plainCase struct {
 	want string
 }
 
+// TestDropIn runs a local cluster whose kube-controller-manager has neither
+// its Job nor its CronJob controller, with the planner, the executor and the
+// cron service in drop-in mode in their place; its subtests share it.
+func TestDropIn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the local cluster; skipped in -short mode (make test-unit)")
+	}
+	cluster := kubetest.StartCluster(t, 3, kubetest.KubeControllerManagerControllers("*,-job-controller,-cronjob-controller"))
+	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"), "-authn-anonymous")
+	// On loopback the cron service calls the executor without credentials:
+	// its runs are created as system:anonymous (granted in the CronJobs'
+	// namespace only).
+	executor := kubetest.StartProcess(t, "executor", kubetest.BuildBinary(t, "./services/executor/cmd/executor"),
+		"-kubeconfig", cluster.Kubeconfig, "-planner-addr", planner.GRPCAddr, "-leader-elect=false", "-authn-anonymous",
+		"-allow-unauthenticated-metrics", "-drop-in", "-drop-in-probe-wait", "5s")
+	// The cluster has no jobplane CRD: batch/v1 CronJobs only.
+	cron := kubetest.StartProcess(t, "cron", kubetest.BuildBinary(t, "./services/cron/cmd/cron"),
+		"-kubeconfig", cluster.Kubeconfig, "-executor-addr", executor.GRPCAddr, "-leader-elect=false", "-authn-anonymous",
+		"-allow-unauthenticated-metrics", "-drop-in", "-jobplane-cronjobs=false")
+	t.Run("PlainJobs", func(t *testing.T) {
+		t.Parallel()
+		plainJobs(t, cluster.Client, planner, executor)
+	})
+	t.Run("BatchCronJobs", func(t *testing.T) {
+		t.Parallel()
+		batchCronJobs(t, cluster.Client, executor, cron)
+	})
+}
+
 // Plain batch/v1 Jobs (no spec.managedBy) run to their end under the
 // executor in drop-in mode, with the built-in controller's finalizer (none
 // left once they finish) and event source; a Job another controller manages
 // is left alone; the executor's /metrics counts them under the reference's
 // names too.
-func TestPlainJobsRunInPlaceOfTheBuiltinController(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the local cluster; skipped in -short mode (make test-unit)")
-	}
-	cluster := kubetest.StartCluster(t, 3, kubetest.KubeControllerManagerControllers("*,-job-controller"))
-	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"), "-authn-anonymous")
-	executor := kubetest.StartProcess(t, "executor", kubetest.BuildBinary(t, "./services/executor/cmd/executor"),
-		"-kubeconfig", cluster.Kubeconfig, "-planner-addr", planner.GRPCAddr, "-leader-elect=false",
-		"-allow-unauthenticated-metrics", "-drop-in", "-drop-in-probe-wait", "5s")
-	kube := cluster.Client
+func plainJobs(t *testing.T, kube kubernetes.Interface, planner, executor *kubetest.Process) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const ns = "plain"
