@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -64,6 +66,12 @@ func (a *APIServer) Apply(tb testing.TB, paths ...string) []runtime.Object {
 				_, err = a.Client.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 			case *rbacv1.RoleBinding:
 				_, err = a.Client.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			case *admissionregistrationv1.ValidatingAdmissionPolicy:
+				_, err = a.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{})
+			case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+				_, err = a.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, o, metav1.CreateOptions{})
+			default:
+				err = fmt.Errorf("Apply does not create %T yet", obj)
 			}
 			if err != nil {
 				tb.Fatalf("%s: creating %T: %v", path, obj, err)
