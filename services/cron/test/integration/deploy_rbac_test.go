@@ -203,3 +203,89 @@ func TestTheCronControllersRolesAreExactlyWhatItUses(t *testing.T) {
 		}
 	}
 }
+
+// deploy/drop-in's role for the cron service is exactly what drop-in mode
+// uses of batch/v1 CronJobs, beside 20-rbac.yaml's roles: read and watch
+// them, write their status with the state annotation (and the CronJob
+// itself, should a status update drop it), and own their Jobs blocking
+// their deletion.
+func TestTheCronDropInRoleIsExactlyWhatItUses(t *testing.T) {
+	apiserver := kubetest.StartAPIServer(t, kubetest.WithFlags("--enable-admission-plugins=OwnerReferencesPermissionEnforcement"))
+	deploy := filepath.Join("..", "..", "..", "..", "deploy")
+	apiserver.Apply(t, filepath.Join(deploy, "kubernetes", "00-namespace.yaml"), filepath.Join(deploy, "kubernetes", "20-rbac.yaml"),
+		filepath.Join(deploy, "drop-in", "cron-rbac.yaml"))
+	kube, err := kubernetes.NewForConfig(apiserver.ServiceAccountConfig(t, "jobplane-system", "jobplane-cron"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := apiserver.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := apiserver.Client.BatchV1().CronJobs(namespace).Create(ctx, batchCronJob("nightly", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cronJobs := kube.BatchV1().CronJobs(namespace)
+	dryRun := []string{metav1.DryRunAll}
+	steps := []struct {
+		what string
+		do   func(context.Context) error
+	}{
+		{"list and watch batch/v1 CronJobs", func(ctx context.Context) error {
+			list, err := kube.BatchV1().CronJobs("").List(ctx, metav1.ListOptions{Limit: 1})
+			if err != nil {
+				return err
+			}
+			w, err := kube.BatchV1().CronJobs("").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, TimeoutSeconds: ptr.To[int64](1)})
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}},
+		{"read a batch/v1 CronJob", func(ctx context.Context) error {
+			_, err := cronJobs.Get(ctx, "nightly", metav1.GetOptions{})
+			return err
+		}},
+		{"write its status and state annotation", func(ctx context.Context) error {
+			fresh, err := apiserver.Client.BatchV1().CronJobs(namespace).Get(ctx, "nightly", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			fresh.Annotations = map[string]string{"cron.jobplane.dev/state": `{"pendingRuns":[]}`}
+			_, err = cronJobs.UpdateStatus(ctx, fresh, metav1.UpdateOptions{DryRun: dryRun})
+			return err
+		}},
+		{"write its state annotation on the CronJob itself", func(ctx context.Context) error {
+			fresh, err := apiserver.Client.BatchV1().CronJobs(namespace).Get(ctx, "nightly", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			_, err = cronJobs.Update(ctx, fresh, metav1.UpdateOptions{DryRun: dryRun})
+			return err
+		}},
+		{"create a run's Job owned by the batch/v1 CronJob (SubmitJob, as cron)", func(ctx context.Context) error {
+			job := &batchv1.Job{
+				ObjectMeta: metav1.ObjectMeta{Name: "nightly-29922375", Namespace: namespace, OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "batch/v1", Kind: "CronJob", Name: stored.Name, UID: stored.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+				Spec: *stored.Spec.JobTemplate.Spec.DeepCopy(),
+			}
+			_, err := kube.BatchV1().Jobs(namespace).Create(ctx, job, metav1.CreateOptions{DryRun: dryRun})
+			return err
+		}},
+	}
+	probe := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var errs []error
+		for _, step := range steps {
+			if err := step.do(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", step.what, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	if unneeded := apiserver.EachPermissionIsNeeded(t, "", "jobplane-cron-drop-in", 5*time.Second, probe); len(unneeded) > 0 {
+		t.Errorf("jobplane-cron-drop-in grants what cron does not use: %v", unneeded)
+	}
+}
