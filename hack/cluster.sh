@@ -15,8 +15,9 @@
 # fates of hack/kwok/stages/pod-fate.yaml) are Stage objects applied from
 # hack/kwok/stages on every up, so editing them needs no new cluster.
 # JOBPLANE_KCM_CONTROLLERS, when set, is kube-controller-manager's
-# --controllers at creation (MODE=replace runs it without the Job
-# controller, in a cluster of its own).
+# --controllers at creation (MODE=replace runs it without the Job and
+# CronJob controllers, in a cluster of its own); a cluster created with
+# other controllers is refused, with how to recreate it.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,6 +43,7 @@ kwokctl() {
 up() {
   local nodes=${1:-3}
   if exists; then
+    same_controllers || die "cluster ${name} was created with other kube-controller-manager controllers than ${JOBPLANE_KCM_CONTROLLERS}; recreate it: JOBPLANE_CLUSTER=${name} $0 down"
     if ! ready; then
       log "cluster ${name} exists but is not running; starting it"
       kwokctl start cluster --wait 2m >/dev/null
@@ -79,6 +81,13 @@ kwokctl_config() {
     printf 'componentsPatches:\n- name: kube-controller-manager\n  extraArgs:\n  - key: controllers\n    value: "%s"\n' "${JOBPLANE_KCM_CONTROLLERS}"
   } >"${config}"
   echo "${config}"
+}
+
+# same_controllers says whether the existing cluster was created with the
+# --controllers JOBPLANE_KCM_CONTROLLERS asks for (when it asks).
+same_controllers() {
+  [[ -z ${JOBPLANE_KCM_CONTROLLERS:-} ]] && return 0
+  grep -qF "value: \"${JOBPLANE_KCM_CONTROLLERS}\"" "${KWOK_WORKDIR}/kwokctl-${name}.yaml" 2>/dev/null
 }
 
 # apply_stages makes the cluster's Stage objects those of hack/kwok/stages,

@@ -3,10 +3,12 @@
 # default ports, then the grpcurl commands to call them. Runs until Ctrl-C,
 # which stops the services (the cluster stays; `make cluster-down` removes it).
 #
-# MODE=replace runs jobplane in place of kube-controller-manager's Job
-# controller: in a cluster of its own (jobplane-replace) whose
-# kube-controller-manager runs without it, the executor runs plain batch/v1
-# Jobs (-drop-in).
+# MODE=replace runs jobplane in place of kube-controller-manager's Job and
+# CronJob controllers: in a cluster of its own (jobplane-replace) whose
+# kube-controller-manager runs without them, the executor runs plain
+# batch/v1 Jobs and the cron service plain batch/v1 CronJobs (-drop-in),
+# with deploy/drop-in's admission policy for their cron.jobplane.dev/
+# annotations.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,8 +20,9 @@ case "${MODE:-}" in
   "") ;;
   replace)
     export JOBPLANE_CLUSTER=${JOBPLANE_CLUSTER:-jobplane-replace}
-    export JOBPLANE_KCM_CONTROLLERS='*,-job-controller'
+    export JOBPLANE_KCM_CONTROLLERS='*,-job-controller,-cronjob-controller'
     service_flags[executor]="-drop-in -drop-in-probe-wait 5s"
+    service_flags[cron]="-drop-in"
     ;;
   *) die "MODE=${MODE}: want replace, or no MODE" ;;
 esac
@@ -61,6 +64,13 @@ rules:
   - apiGroups: [jobplane.dev]
     resources: [cronjobs/finalizers]
     verbs: [update]
+  # batch/v1 CronJobs' runs and watches (MODE=replace runs them).
+  - apiGroups: [batch]
+    resources: [cronjobs, cronjobs/trigger, cronjobs/backfill]
+    verbs: [watch, create]
+  - apiGroups: [batch]
+    resources: [cronjobs/finalizers]
+    verbs: [update]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -70,6 +80,10 @@ subjects:
   - {kind: User, apiGroup: rbac.authorization.k8s.io, name: "system:anonymous"}
   - {kind: ServiceAccount, name: jobplane-dev, namespace: default}
 YAML
+
+if [[ ${MODE:-} == replace ]]; then
+  "${kubectl}" --kubeconfig "${kubeconfig}" apply -f deploy/drop-in/cron-annotations-policy.yaml >/dev/null
+fi
 
 # jobplane's CronJobs are a custom resource.
 "${kubectl}" --kubeconfig "${kubeconfig}" apply -f deploy/kubernetes/05-crd-cronjobs.yaml >/dev/null
@@ -122,12 +136,23 @@ replace_hint() {
   [[ ${MODE:-} == replace ]] || return 0
   cat <<HINT
 
-  # MODE=replace: kube-controller-manager runs without its Job controller
-  # (--controllers=${JOBPLANE_KCM_CONTROLLERS}) and the executor runs plain
-  # batch/v1 Jobs in its place: no managedBy, the events' source job-controller.
+  # MODE=replace: kube-controller-manager runs without its Job and CronJob
+  # controllers (--controllers=${JOBPLANE_KCM_CONTROLLERS}); the executor runs
+  # plain batch/v1 Jobs in their place (no managedBy, the events' source
+  # job-controller), and the cron service plain batch/v1 CronJobs:
   ${kubectl} --kubeconfig ${kubeconfig} create job hello --image=busybox
   ${kubectl} --kubeconfig ${kubeconfig} get job hello -w
   ${kubectl} --kubeconfig ${kubeconfig} get events --field-selector involvedObject.name=hello -o custom-columns=SOURCE:.source.component,REASON:.reason
+  # A batch/v1 CronJob with jobplane's extensions as annotations, run now
+  # twice: the second run waits in its buffer (BufferOne, kept in the state
+  # annotation) until the first ends; an invalid annotation is refused by
+  # deploy/drop-in's admission policy.
+  ${kubectl} --kubeconfig ${kubeconfig} apply -f deploy/examples/batch-cronjob.yaml
+  bin/grpcurl -plaintext -d '{"namespace":"default","name":"example-batch-cron","apiVersion":"batch/v1"}' 127.0.0.1:50053 jobplane.v1.CronService/TriggerCronJob
+  sleep 1; bin/grpcurl -plaintext -d '{"namespace":"default","name":"example-batch-cron","apiVersion":"batch/v1"}' 127.0.0.1:50053 jobplane.v1.CronService/TriggerCronJob
+  ${kubectl} --kubeconfig ${kubeconfig} get cronjob example-batch-cron -o jsonpath='{.metadata.annotations.cron\\.jobplane\\.dev/state}{"\\n"}'
+  ${kubectl} --kubeconfig ${kubeconfig} annotate cronjob example-batch-cron cron.jobplane.dev/catch-up-policy=Most --overwrite
+  bin/grpcurl -plaintext -d '{"namespace":"default","apiVersion":"batch/v1"}' 127.0.0.1:50053 jobplane.v1.CronService/WatchJobInstances
 HINT
 }
 
