@@ -49,7 +49,7 @@ fuzz: ## Fuzz PlanSync, its deltas and the pods' wire encoding for FUZZTIME each
 	done
 
 .PHONY: conformance
-conformance: ## The reference's Job controller integration tests (k8s.io/kubernetes v1.36.3 test/integration/job) against jobplane in drop-in mode; writes CONFORMANCE.md. RUN=regexp for some tests.
+conformance: ## The reference's Job and CronJob controller integration tests (k8s.io/kubernetes v1.36.3 test/integration/job and cronjob) against jobplane in drop-in mode; writes CONFORMANCE.md. RUN=regexp for some tests.
 	hack/conformance.sh
 
 .PHONY: bench

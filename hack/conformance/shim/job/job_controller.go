@@ -54,6 +54,9 @@ const (
 // Controller is jobplane in the reference controller's place.
 type Controller struct {
 	client clientset.Interface
+	// dir holds the kubeconfig and token of the last Run, removed when it
+	// ends.
+	dir string
 }
 
 // NewController keeps the client; the informers are the reference's, which
@@ -91,6 +94,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conformance shim: starting jobplane: %v\n", err)
 	}
+	defer forgetExecutor()
 	if metricsURL != "" {
 		mirrorMetrics(ctx, metricsURL)
 	}
@@ -101,6 +105,9 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	for _, p := range procs {
 		_ = p.Wait()
 	}
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
 }
 
 // start starts the planner and the executor; it returns them and the
@@ -110,7 +117,8 @@ func (c *Controller) start(ctx context.Context, workers int) ([]*exec.Cmd, strin
 	if err != nil {
 		return nil, "", err
 	}
-	kubeconfig, err := c.writeKubeconfig(ctx, dir)
+	c.dir = dir
+	kubeconfig, tokenFile, err := c.writeKubeconfig(ctx, dir)
 	if err != nil {
 		return nil, "", err
 	}
@@ -126,7 +134,8 @@ func (c *Controller) start(ctx context.Context, workers int) ([]*exec.Cmd, strin
 		return nil, "", err
 	}
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", ports[2])
-	executor, err := startProcess(bin, "executor", "-grpc-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]), "-metrics-addr", metricsAddr,
+	executorAddr := fmt.Sprintf("127.0.0.1:%d", ports[1])
+	executor, err := startProcess(bin, "executor", "-grpc-addr", executorAddr, "-metrics-addr", metricsAddr,
 		"-allow-unauthenticated-metrics", "-authn-anonymous", "-shutdown-drain", "0s", "-kubeconfig", kubeconfig,
 		"-planner-addr", plannerAddr, "-leader-elect=false", "-workers", fmt.Sprint(max(workers, 1)),
 		"-kube-api-qps", "1000", "-kube-api-burst", "1000", "-drop-in", "-drop-in-probe-wait", "1s")
@@ -137,29 +146,32 @@ func (c *Controller) start(ctx context.Context, workers int) ([]*exec.Cmd, strin
 	procs := []*exec.Cmd{planner, executor}
 	// As the reference's start waits for its caches: the test goes on
 	// either way.
-	return procs, "http://" + metricsAddr + "/metrics", waitReady(ctx, "http://"+metricsAddr+"/readyz")
+	err = waitReady(ctx, "http://"+metricsAddr+"/readyz")
+	announceExecutor(runningExecutor{addr: executorAddr, kubeconfig: kubeconfig, tokenFile: tokenFile})
+	return procs, "http://" + metricsAddr + "/metrics", err
 }
 
 // writeKubeconfig gives jobplane an identity of its own on the test API
 // server, as kube-controller-manager has one: a ServiceAccount bound to
-// cluster-admin, with a token from the TokenRequest API.
-func (c *Controller) writeKubeconfig(ctx context.Context, dir string) (string, error) {
+// cluster-admin, with a token from the TokenRequest API, also written alone
+// (the cron service calls the executor with it).
+func (c *Controller) writeKubeconfig(ctx context.Context, dir string) (kubeconfig, tokenFile string, err error) {
 	const ns, name = "kube-system", "jobplane-conformance"
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if _, err := c.client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
+		return "", "", err
 	}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}
 	if _, err := c.client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
+		return "", "", err
 	}
 	expiry := int64(24 * 3600)
 	token, err := c.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	url := c.client.CoreV1().RESTClient().Get().URL()
 	server := url.Scheme + "://" + url.Host
@@ -170,8 +182,11 @@ users: [{name: jobplane, user: {token: %q}}]
 contexts: [{name: test, context: {cluster: test, user: jobplane}}]
 current-context: test
 `, server, token.Status.Token)
-	path := filepath.Join(dir, "kubeconfig")
-	return path, os.WriteFile(path, []byte(config), 0o600)
+	kubeconfig, tokenFile = filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(token.Status.Token), 0o600); err != nil {
+		return "", "", err
+	}
+	return kubeconfig, tokenFile, os.WriteFile(kubeconfig, []byte(config), 0o600)
 }
 
 var logMu sync.Mutex
