@@ -252,6 +252,10 @@ func plannerConn(cfg config) (*grpc.ClientConn, error) {
 // client timeout: it would cut the informers' watches too.
 func configureClient(restCfg *rest.Config, cfg config, shares fairqueue.Shares) {
 	restCfg.UserAgent = "jobplane-executor"
+	// Built-in types only: protobuf, as kube-controller-manager talks, is
+	// cheaper to decode and encode than JSON.
+	restCfg.ContentType = "application/vnd.kubernetes.protobuf"
+	restCfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
 	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst, shares)
 }

@@ -37,6 +37,7 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/keyedmutex"
+	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/dropin"
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
@@ -143,6 +144,14 @@ func New(cfg Config) (*Controller, error) {
 		events:   broadcaster,
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: cmp.Or(cfg.EventSource, "jobplane-executor")}),
 		metrics:  cfg.Metrics,
+	}
+	// The caches keep what decisions read: a pod of the cluster costs its
+	// contract's fields, another controller's Job its identity.
+	if err := podInformer.Informer().SetTransform(kubeconv.TrimForCache); err != nil {
+		return nil, fmt.Errorf("trimming the pod cache: %w", err)
+	}
+	if err := jobInformer.Informer().SetTransform(c.trimJob); err != nil {
+		return nil, fmt.Errorf("trimming the Job cache: %w", err)
 	}
 	if err := podInformer.Informer().AddIndexers(cache.Indexers{controllerUIDIndex: indexByController}); err != nil {
 		return nil, fmt.Errorf("adding the pod controller index: %w", err)
@@ -417,6 +426,21 @@ func (c *Controller) podWritten(pod *corev1.Pod) {
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		c.state.WroteAt(pod.Namespace+"/"+ref.Name, jobstate.Pods, pod.ResourceVersion)
 	}
+}
+
+// trimJob is what the Job cache keeps of a Job: the whole Job (but its
+// managedFields) when the controller runs it; of another controller's, only
+// its metadata and spec.managedBy (which is immutable), all that is read of
+// it: whose it is, and that its pods are not orphans.
+func (c *Controller) trimJob(obj any) (any, error) {
+	job, ok := obj.(*batchv1.Job)
+	if !ok || c.managed(job) {
+		return kubeconv.TrimForCache(obj)
+	}
+	out := &batchv1.Job{TypeMeta: job.TypeMeta, ObjectMeta: job.ObjectMeta}
+	out.ManagedFields = nil
+	out.Spec.ManagedBy = job.Spec.ManagedBy
+	return out, nil
 }
 
 // managed says whether the Job is one the controller runs.

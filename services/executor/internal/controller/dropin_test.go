@@ -3,7 +3,11 @@ package controller
 import (
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/jobplane/jobplane/services/executor/internal/dropin"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 )
 
@@ -31,5 +35,31 @@ func TestManagedJobs(t *testing.T) {
 				t.Errorf("managedBy %q, drop-in %v: managed %v, want %v", ptr.Deref(tc.managedBy, "<unset>"), mode.dropIn, got, mode.want)
 			}
 		}
+	}
+}
+
+// The Job cache keeps a Job the controller runs whole (but its
+// managedFields), and of another controller's Job only what is read of it:
+// its metadata and spec.managedBy.
+func TestTheJobCacheKeepsWhatIsRead(t *testing.T) {
+	c := &Controller{cfg: Config{ManagedBy: testManagedBy}}
+	fields := []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	ours := newJob("ours", managedBy(ptr.To(testManagedBy)))
+	ours.ManagedFields = fields
+	theirs := newJob("theirs", managedBy(ptr.To("kueue.x-k8s.io/multikueue")))
+	theirs.ManagedFields = fields
+	theirs.Labels = map[string]string{"team": "a"}
+
+	got, _ := c.trimJob(ours.DeepCopy())
+	want := ours.DeepCopy()
+	want.ManagedFields = nil
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("our Job cached as %+v, want it whole", got)
+	}
+	got, _ = c.trimJob(theirs.DeepCopy())
+	trimmed := got.(*batchv1.Job)
+	if trimmed.UID != theirs.UID || trimmed.Name != theirs.Name || trimmed.Labels["team"] != "a" || trimmed.ManagedFields != nil ||
+		ptr.Deref(trimmed.Spec.ManagedBy, "") != "kueue.x-k8s.io/multikueue" || trimmed.Spec.Template.Spec.Containers != nil || c.managed(trimmed) {
+		t.Errorf("another controller's Job cached as %+v", trimmed)
 	}
 }
