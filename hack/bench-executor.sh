@@ -13,6 +13,12 @@
 #         created once a quarter of the big Job's pods exist;
 #   many  JOBS Jobs of JOB_COMPLETIONS completions, JOB_PARALLELISM wide,
 #         created at once;
+#   memory (not in the default SCENARIOS; issue 20) what a cached pod
+#         costs each side: kube-controller-manager runs its Job controller
+#         only (KCM_CONTROLLERS, default job-controller for this scenario),
+#         and the driver creates MEMORY_PODS pods no controller owns, so
+#         that only the caches grow; live heap (least heap in use over 30 s)
+#         and RSS before and after, from both sides' /metrics.
 #   tenants (not in the default SCENARIOS; issue 19) namespace A's
 #         TENANT_JOBS Jobs of TENANT_JOB_COMPLETIONS completions,
 #         TENANT_JOB_PARALLELISM wide, created at once, then, once every
@@ -29,13 +35,15 @@
 #   hack/bench-executor.sh                 # the full measurement (about 30 minutes on 2 cores)
 #   SIZE=200 QPS_PAIRS=200/300 NODES=3 hack/bench-executor.sh    # a quick run (2 minutes)
 #   SCENARIOS=tenants QPS_PAIRS=20/30 hack/bench-executor.sh       # issue 19's tenants (about 7 minutes)
+#   SCENARIOS=memory QPS_PAIRS=1000/1500 NODES=1 hack/bench-executor.sh   # issue 20's memory per cached pod (about 3 minutes)
 #
 # Environment (defaults):
 #   QPS_PAIRS="20/30 200/300"   the controllers' client QPS/burst pairs
 #   SIZE=2000 PARALLELISM=SIZE/10 BESIDE=2
 #   JOBS=SIZE/4 JOB_COMPLETIONS=4 JOB_PARALLELISM=2
 #   TENANT_JOBS=200 TENANT_JOB_COMPLETIONS=4 TENANT_JOB_PARALLELISM=4 TENANT_POD_RUNTIME=2s
-#   SCENARIOS="big many" (or any of big, many, tenants) NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
+#   SCENARIOS="big many" (or any of big, many, tenants, memory) NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
+#   MEMORY_PODS=10000 KCM_CONTROLLERS (kube-controller-manager's --controllers; all but for memory)
 # Results (JSON lines), the services' logs and their /metrics at the end of
 # each QPS pair are kept under ${JOBPLANE_CACHE}/bench/runs/.
 set -euo pipefail
@@ -56,6 +64,9 @@ tenant_job_completions=${TENANT_JOB_COMPLETIONS:-4}
 tenant_job_parallelism=${TENANT_JOB_PARALLELISM:-4}
 tenant_pod_runtime=${TENANT_POD_RUNTIME:-2s}
 scenarios=${SCENARIOS:-"big many"}
+memory_pods=${MEMORY_PODS:-10000}
+kcm_controllers=${KCM_CONTROLLERS:-}
+if [[ -z ${kcm_controllers} && ${scenarios} == memory ]]; then kcm_controllers=job-controller; fi
 nodes=${NODES:-10}
 workers=${WORKERS:-5}
 scenario_timeout=${SCENARIO_TIMEOUT:-20m}
@@ -130,7 +141,9 @@ componentsPatches:
     value: "${qps}"
   - key: kube-api-burst
     value: "${burst}"
-- name: kube-scheduler
+${kcm_controllers:+  - key: controllers
+    value: "${kcm_controllers}"
+}- name: kube-scheduler
   extraArgs:
   - key: leader-elect
     value: "false"
@@ -168,7 +181,8 @@ EOF
       big) n=$((parallelism + beside)) ;;
       many) n=$((jobs * job_parallelism)) ;;
       tenants) n=$((tenant_jobs * tenant_job_parallelism + beside)) ;;
-      *) die "unknown scenario ${scenario} (big, many or tenants)" ;;
+      memory) n=0 ;;
+      *) die "unknown scenario ${scenario} (big, many, tenants or memory)" ;;
     esac
     if ((n > need)); then need=${n}; fi
   done
@@ -260,6 +274,12 @@ for pair in ${qps_pairs}; do
   kcm_url=$(component_url kube-controller-manager)
   scheduler_url=$(component_url kube-scheduler)
   for scenario in ${scenarios}; do
+    if [[ ${scenario} == memory ]]; then
+      log "${pair}: memory, ${memory_pods} pods (kube-controller-manager --controllers=${kcm_controllers:-all})"
+      "${work}/bench" memory -kubeconfig "${kubeconfig}" -pods "${memory_pods}" -results "${results}" \
+        -kcm-metrics "${kcm_url}/metrics" -executor-metrics "${executor_metrics}" | tee "${run_dir}/memory-${label}.md"
+      continue
+    fi
     for variant in builtin jobplane; do
       components_healthy
       log "${pair}: ${scenario}, ${variant}"

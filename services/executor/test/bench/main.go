@@ -60,7 +60,7 @@ func main() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")
 	if len(os.Args) < 2 {
-		log.Fatal("usage: bench ports N | big ... | many ... | tenants ... | report -results FILE")
+		log.Fatal("usage: bench ports N | big ... | many ... | tenants ... | memory ... | report -results FILE")
 	}
 	var err error
 	switch mode, args := os.Args[1], os.Args[2:]; mode {
@@ -68,6 +68,8 @@ func main() {
 		err = ports(args)
 	case "big", "many", "tenants":
 		err = runScenario(mode, args)
+	case "memory":
+		err = memory(args)
 	case "report":
 		err = report(args)
 	default:
