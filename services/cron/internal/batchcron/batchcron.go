@@ -171,15 +171,25 @@ func stateOf(annotations map[string]string) (State, error) {
 	return s, nil
 }
 
-// Split is what a batch/v1 CronJob stores of st: its status, and the state
-// annotation's value ("" for none). The observed schedule is kept only when
-// the CronJob asks for no retroactive runs: without it, a batch/v1 CronJob
-// runs after an edit as the reference does.
-func Split(c *cronapi.CronJob, st cronapi.CronJobStatus) (batchv1.CronJobStatus, string) {
-	state := State{PendingRuns: st.PendingRuns}
-	if c.Annotations[NoRetroactiveRunsAnnotation] == "true" {
-		state.ObservedSchedule, state.ObservedScheduleSince = st.ObservedSchedule, st.ObservedScheduleSince
+// Stored is st as a batch/v1 CronJob stores it and reads it back: no next
+// scheduled time (batch/v1 has no room for it, and nothing reads it), and
+// the observed schedule only when the CronJob asks for no retroactive runs:
+// without it, a batch/v1 CronJob runs after an edit as the reference does.
+// A status whose stored form is unchanged needs no write.
+func Stored(c *cronapi.CronJob, st cronapi.CronJobStatus) cronapi.CronJobStatus {
+	out := *st.DeepCopy()
+	out.NextScheduleTime = nil
+	if c.Annotations[NoRetroactiveRunsAnnotation] != "true" {
+		out.ObservedSchedule, out.ObservedScheduleSince = "", nil
 	}
+	return out
+}
+
+// Split is what a batch/v1 CronJob stores of st (see Stored): its status,
+// and the state annotation's value ("" for none).
+func Split(c *cronapi.CronJob, st cronapi.CronJobStatus) (batchv1.CronJobStatus, string) {
+	st = Stored(c, st)
+	state := State{PendingRuns: st.PendingRuns, ObservedSchedule: st.ObservedSchedule, ObservedScheduleSince: st.ObservedScheduleSince}
 	if state.PendingRuns == nil && state.ObservedSchedule == "" && state.ObservedScheduleSince == nil {
 		return *st.CronJobStatus.DeepCopy(), ""
 	}

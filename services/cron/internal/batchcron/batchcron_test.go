@@ -123,3 +123,20 @@ func TestAnEmptyStateLeavesNoAnnotation(t *testing.T) {
 		t.Error("an empty state is still written")
 	}
 }
+
+// What batch/v1 cannot or need not hold changes nothing stored: a sync
+// that only moves the next scheduled time, or observes the schedule of a
+// CronJob without no-retroactive-runs, writes nothing.
+func TestStoredLeavesOutWhatIsNotKept(t *testing.T) {
+	c, _ := FromBatch(batchCronJob(nil))
+	next := metav1.NewTime(time.Date(2026, 11, 27, 2, 0, 0, 0, time.UTC))
+	st := *c.Status.DeepCopy()
+	st.NextScheduleTime, st.ObservedSchedule, st.ObservedScheduleSince = &next, "0 2 * * *", &next
+	if got := Stored(c, st); !equality.Semantic.DeepEqual(got, c.Status) {
+		t.Errorf("stored %+v, want the status as read (%+v)", got, c.Status)
+	}
+	c.Annotations = map[string]string{NoRetroactiveRunsAnnotation: "true"}
+	if got := Stored(c, st); got.ObservedSchedule != "0 2 * * *" || got.NextScheduleTime != nil {
+		t.Errorf("with no-retroactive-runs: stored %+v, want the observed schedule kept", got)
+	}
+}

@@ -29,6 +29,9 @@ type cronJobKind interface {
 	cached(namespace, name string) (*cronapi.CronJob, error)
 	// live reads the API server.
 	live(ctx context.Context, namespace, name string) (*cronapi.CronJob, error)
+	// stored is st as this kind stores it: a status equal to the
+	// CronJob's in that form needs no write.
+	stored(cronJob *cronapi.CronJob, st cronapi.CronJobStatus) cronapi.CronJobStatus
 	// writeStatus writes st at cronJob's resourceVersion, answering what
 	// was stored.
 	writeStatus(ctx context.Context, cronJob *cronapi.CronJob, st cronapi.CronJobStatus) (*cronapi.CronJob, error)
@@ -102,6 +105,10 @@ func (k customCronJobs) live(ctx context.Context, namespace, name string) (*cron
 	return cronapi.FromUnstructured(u)
 }
 
+func (k customCronJobs) stored(_ *cronapi.CronJob, st cronapi.CronJobStatus) cronapi.CronJobStatus {
+	return st
+}
+
 // writeStatus replaces the status, at the resourceVersion it was read at.
 func (k customCronJobs) writeStatus(ctx context.Context, cronJob *cronapi.CronJob, st cronapi.CronJobStatus) (*cronapi.CronJob, error) {
 	next := cronJob.DeepCopy()
@@ -147,6 +154,10 @@ func (k batchCronJobs) live(ctx context.Context, namespace, name string) (*crona
 		return nil, err
 	}
 	return fromBatch(cj)
+}
+
+func (k batchCronJobs) stored(cronJob *cronapi.CronJob, st cronapi.CronJobStatus) cronapi.CronJobStatus {
+	return batchcron.Stored(cronJob, st)
 }
 
 // writeStatus writes the batch/v1 status and the state annotation in one

@@ -87,10 +87,8 @@ func (c *Controller) perform(ctx context.Context, in decide.Input, p decide.Plan
 	}
 	c.metrics.missed(c.missed.add(cronJob, p.MissedRuns))
 	out.status = st
-	if !equality.Semantic.DeepEqual(cronJob.Status, st) {
-		if err := c.writeStatus(ctx, cronJob, st); err != nil && out.err == nil {
-			out.err = err
-		}
+	if err := c.writeStatus(ctx, cronJob, st); err != nil && out.err == nil {
+		out.err = err
 	}
 	return out
 }
@@ -141,12 +139,16 @@ func (c *Controller) deleteRun(ctx context.Context, ref *corev1.ObjectReference)
 	return err
 }
 
-// writeStatus writes the CronJob's status, at the resourceVersion it was
-// read at: a conflict fails the sync, which plans again.
+// writeStatus writes the CronJob's status when what its kind stores of it
+// changed, at the resourceVersion it was read at: a conflict fails the
+// sync, which plans again.
 func (c *Controller) writeStatus(ctx context.Context, cronJob *cronapi.CronJob, st cronapi.CronJobStatus) error {
 	kind, err := c.kindOf(cronJob.APIVersion)
 	if err != nil {
 		return err
+	}
+	if equality.Semantic.DeepEqual(cronJob.Status, kind.stored(cronJob, st)) {
+		return nil
 	}
 	stored, err := kind.writeStatus(ctx, cronJob, st)
 	if err != nil {
