@@ -59,6 +59,10 @@ type Config struct {
 	ReadinessInterval time.Duration
 	// LogLevel is debug, info, warn or error (flag -log-level).
 	LogLevel string
+	// Profiling serves Go's profiles under /debug/pprof/ on the metrics
+	// port, to the callers allowed get on their non-resource URLs, as
+	// kube-controller-manager's --profiling does (flag -profiling).
+	Profiling bool
 
 	// TLSCertFile and TLSKeyFile are the server's certificate (with its
 	// chain) and key in PEM; both or neither. Set, gRPC is served over TLS
@@ -124,6 +128,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "wait for long-lived work, then for calls in flight, at most this long each; then stop hard")
 	fs.DurationVar(&c.ReadinessInterval, "readiness-interval", c.ReadinessInterval, "run the readiness checks this often; a check taking longer fails")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "serve Go's profiles under /debug/pprof/ on the metrics port, to callers allowed get on them (as /metrics); a CPU profile is at most 50 s (the port's write timeout)")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "PEM certificate (and chain) served over TLS, re-read when it changes; empty serves plaintext, on loopback only")
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "PEM key of -tls-cert-file")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "PEM CA certificates of client certificates (mutual TLS: CN is the user, O the groups); a certificate they did not sign is refused")

@@ -94,6 +94,24 @@ func TestMetricsAreServedOnlyToCallersAllowedToGetThem(t *testing.T) {
 	})
 }
 
+// With -profiling, Go's profiles are served behind the same door as
+// /metrics: to callers allowed get on their path only.
+func TestProfilesAreServedOnlyToCallersAllowedToGetThem(t *testing.T) {
+	cluster := newFakeCluster()
+	cluster.tokens["prometheus-token"] = authenticationv1.UserInfo{Username: "prometheus"}
+	cluster.tokens["profiler-token"] = authenticationv1.UserInfo{Username: "profiler"}
+	cluster.grantPath("prometheus", "get", "/metrics")
+	cluster.grantPath("profiler", "get", "/debug/pprof/heap")
+	srv := authServer(t, cluster, func(c *grpcserver.Config) { c.Profiling = true })
+
+	checkMetricsCases(t, http.DefaultClient, srv.MetricsURL, []metricsCase{
+		{"no credentials", "/debug/pprof/heap?debug=1", "", http.StatusUnauthorized, "no credentials"},
+		{"allowed /metrics only", "/debug/pprof/heap?debug=1", "Bearer prometheus-token", http.StatusForbidden, `cannot get path "/debug/pprof/heap"`},
+		{"allowed", "/debug/pprof/heap?debug=1", "Bearer profiler-token", http.StatusOK, "heap profile"},
+		{"another profile", "/debug/pprof/goroutine?debug=1", "Bearer profiler-token", http.StatusForbidden, `cannot get path "/debug/pprof/goroutine"`},
+	})
+}
+
 func TestHealthIsAnsweredWithoutAskingTheAPIServer(t *testing.T) {
 	cluster := newFakeCluster()
 	srv := authServer(t, cluster, nil)

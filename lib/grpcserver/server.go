@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -604,11 +605,19 @@ func checkNames(checks []readinessCheck) []string {
 
 // httpHandler serves the metrics port: /healthz and /readyz to anyone (a
 // kubelet's probe has no credentials), as kube-controller-manager does;
-// everything else (/metrics, and any path added later) only to callers
-// allowed get on its non-resource URL, unless metrics are open on loopback.
+// everything else (/metrics, /debug/pprof/ with -profiling, and any path
+// added later) only to callers allowed get on its non-resource URL, unless
+// metrics are open on loopback.
 func (s *Server) httpHandler() http.Handler {
 	guarded := http.NewServeMux()
 	guarded.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+	if s.cfg.Profiling {
+		guarded.HandleFunc("/debug/pprof/", pprof.Index)
+		guarded.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		guarded.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		guarded.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		guarded.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux := http.NewServeMux()
 	// Scrapes (and the token reviews of their callers) are bounded as
 	// gRPC calls are; the probes below are not, and cost nothing.
