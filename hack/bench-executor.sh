@@ -44,6 +44,9 @@
 #   TENANT_JOBS=200 TENANT_JOB_COMPLETIONS=4 TENANT_JOB_PARALLELISM=4 TENANT_POD_RUNTIME=2s
 #   SCENARIOS="big many" (or any of big, many, tenants, memory) NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
 #   MEMORY_PODS=10000 KCM_CONTROLLERS (kube-controller-manager's --controllers; all but for memory)
+#   PROFILE_SECONDS=0: when set, a CPU profile of the executor and of the
+#     planner over that many seconds (at most 50) from 5 s into each
+#     jobplane run, kept beside the results (go tool pprof FILE)
 # Results (JSON lines), the services' logs and their /metrics at the end of
 # each QPS pair are kept under ${JOBPLANE_CACHE}/bench/runs/.
 set -euo pipefail
@@ -65,6 +68,7 @@ tenant_job_parallelism=${TENANT_JOB_PARALLELISM:-4}
 tenant_pod_runtime=${TENANT_POD_RUNTIME:-2s}
 scenarios=${SCENARIOS:-"big many"}
 memory_pods=${MEMORY_PODS:-10000}
+profile_seconds=${PROFILE_SECONDS:-0}
 kcm_controllers=${KCM_CONTROLLERS:-}
 if [[ -z ${kcm_controllers} && ${scenarios} == memory ]]; then kcm_controllers=job-controller; fi
 nodes=${NODES:-10}
@@ -227,12 +231,12 @@ start_services() {
   # without credentials (PlanSync needs authentication only, no API call),
   # and the benchmark reads both services' /metrics without credentials.
   "${work}/planner" -grpc-addr "${planner_addr}" -metrics-addr "127.0.0.1:${ports[1]}" -authn-anonymous \
-    -allow-unauthenticated-metrics -log-level warn >"${run_dir}/planner-${label}.log" 2>&1 &
+    -allow-unauthenticated-metrics -profiling -log-level warn >"${run_dir}/planner-${label}.log" 2>&1 &
   pids+=($!)
   "${work}/executor" -kubeconfig "${kubeconfig}" -planner-addr "${planner_addr}" -authn-anonymous \
     -grpc-addr "127.0.0.1:${ports[2]}" -metrics-addr "127.0.0.1:${ports[3]}" -allow-unauthenticated-metrics \
     -kube-api-qps "${qps}" -kube-api-burst "${burst}" -workers "${workers}" -leader-elect=false \
-    -log-level warn >"${run_dir}/executor-${label}.log" 2>&1 &
+    -profiling -log-level warn >"${run_dir}/executor-${label}.log" 2>&1 &
   pids+=($!)
   local i
   for ((i = 0; ; i++)); do
@@ -241,6 +245,14 @@ start_services() {
     sleep 0.1
   done
   log "planner on ${planner_addr}, executor ready (metrics ${executor_metrics}, workers ${workers}, ${qps}/${burst})"
+}
+
+# profile NAME: CPU profiles of the executor and the planner, from 5 s on.
+profile() {
+  sleep 5
+  curl -sf "${executor_metrics%/metrics}/debug/pprof/profile?seconds=${profile_seconds}" >"${run_dir}/executor-cpu-$1.pprof" &
+  curl -sf "${planner_metrics%/metrics}/debug/pprof/profile?seconds=${profile_seconds}" >"${run_dir}/planner-cpu-$1.pprof"
+  wait
 }
 
 log "building planner, executor and the driver"
@@ -288,6 +300,9 @@ for pair in ${qps_pairs}; do
           -job-parallelism "${tenant_job_parallelism}" -pod-runtime "${tenant_pod_runtime}")
       else
         scenario_args=(-jobs "${jobs}" -job-completions "${job_completions}" -job-parallelism "${job_parallelism}")
+      fi
+      if [[ ${variant} == jobplane ]] && ((profile_seconds > 0)); then
+        profile "${scenario}-${label}" &
       fi
       timeout "${driver_timeout}" "${work}/bench" "${scenario}" -kubeconfig "${kubeconfig}" -variant "${variant}" \
         -qps "${pair}" -results "${results}" -timeout "${scenario_timeout}" \
