@@ -25,12 +25,15 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	batchinformers "k8s.io/client-go/informers/batch/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	schedulinginformers "k8s.io/client-go/informers/scheduling/v1alpha2"
 	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/featuregate"
 
 	"k8s.io/kubernetes/pkg/controller/job/metrics"
+	"k8s.io/kubernetes/pkg/features"
 )
 
 // The reference's tunables the tests read or set.
@@ -128,8 +131,10 @@ func (c *Controller) start(ctx context.Context, workers int) ([]*exec.Cmd, strin
 		return nil, "", err
 	}
 	plannerAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	gates := featureGates()
 	planner, err := startProcess(bin, "planner", "-grpc-addr", plannerAddr, "-metrics-addr", "", "-authn-anonymous", "-shutdown-drain", "0s",
-		"-pod-failure-backoff", DefaultJobPodFailureBackOff.String(), "-max-pod-failure-backoff", MaxJobPodFailureBackOff.String())
+		"-pod-failure-backoff", DefaultJobPodFailureBackOff.String(), "-max-pod-failure-backoff", MaxJobPodFailureBackOff.String(),
+		"-feature-gates", gates)
 	if err != nil {
 		return nil, "", err
 	}
@@ -138,7 +143,7 @@ func (c *Controller) start(ctx context.Context, workers int) ([]*exec.Cmd, strin
 	executor, err := startProcess(bin, "executor", "-grpc-addr", executorAddr, "-metrics-addr", metricsAddr,
 		"-allow-unauthenticated-metrics", "-authn-anonymous", "-shutdown-drain", "0s", "-kubeconfig", kubeconfig,
 		"-planner-addr", plannerAddr, "-leader-elect=false", "-workers", fmt.Sprint(max(workers, 1)),
-		"-kube-api-qps", "1000", "-kube-api-burst", "1000", "-drop-in", "-drop-in-probe-wait", "1s")
+		"-kube-api-qps", "1000", "-kube-api-burst", "1000", "-drop-in", "-drop-in-probe-wait", "1s", "-feature-gates", gates)
 	if err != nil {
 		_ = planner.Process.Kill()
 		return nil, "", err
@@ -149,6 +154,18 @@ func (c *Controller) start(ctx context.Context, workers int) ([]*exec.Cmd, strin
 	err = waitReady(ctx, "http://"+metricsAddr+"/readyz")
 	announceExecutor(runningExecutor{addr: executorAddr, kubeconfig: kubeconfig, tokenFile: tokenFile})
 	return procs, "http://" + metricsAddr + "/metrics", err
+}
+
+// featureGates are the gates the Job controller reads as the test process
+// has them (a test emulating an older version turns some off, for its API
+// server and its controller alike), in --feature-gates syntax: jobplane is
+// started with them, as kube-controller-manager would be.
+func featureGates() string {
+	var gates []string
+	for _, g := range []featuregate.Feature{features.JobBackoffLimitPerIndex, features.JobManagedBy, features.JobPodReplacementPolicy, features.JobSuccessPolicy} {
+		gates = append(gates, fmt.Sprintf("%s=%t", g, utilfeature.DefaultFeatureGate.Enabled(g)))
+	}
+	return strings.Join(gates, ",")
 }
 
 // writeKubeconfig gives jobplane an identity of its own on the test API

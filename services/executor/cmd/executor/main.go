@@ -22,6 +22,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/auth"
+	"github.com/jobplane/jobplane/lib/featuregates"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/leader"
 	"github.com/jobplane/jobplane/lib/plan"
@@ -50,6 +51,8 @@ type config struct {
 	weightAnnotations bool
 	lease             leader.Flags
 	dropIn            dropInFlags
+	// featureGates are the reference's gates the cluster runs with.
+	featureGates featuregates.Features
 }
 
 // dropInFlags are the executor's drop-in mode: the built-in Job
@@ -93,6 +96,12 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
 	fs.Var(&c.namespaceWeights, "namespace-weights", "namespaces' shares of the workers' turns and of the Kubernetes API budget, as team-a=4,team-b=2 (weights 1 to 1000); a namespace not listed has weight 1")
 	fs.BoolVar(&c.weightAnnotations, "namespace-weight-annotations", true, "a namespace's annotation "+fairqueue.WeightAnnotation+" (1 to 1000) sets its weight, over -namespace-weights; needs list and watch on namespaces")
+	fs.Func("feature-gates", "the reference's feature gates the cluster runs with, as kube-controller-manager's --feature-gates (all on, v1.36's, by default); the executor reads JobManagedBy (off, in drop-in mode: every Job is run, whatever its spec.managedBy, as the built-in controller then does); give the planner the same",
+		func(s string) error {
+			f, err := featuregates.Parse(s)
+			c.featureGates = f
+			return err
+		})
 	fs.BoolVar(&c.dropIn.enabled, "drop-in", false, "run the Jobs of kube-controller-manager's Job controller too (spec.managedBy unset or "+dropin.BuiltinManagedBy+"), in its place: with its tracking finalizer "+batchv1.JobTrackingFinalizer+" and its event source job-controller; refuses to start while that controller evidently runs (-drop-in-probe-wait)")
 	fs.StringVar(&c.dropIn.probeNamespace, "drop-in-probe-namespace", metav1.NamespaceSystem, "namespace of the suspended probe Job that finds out whether the built-in Job controller runs (drop-in mode; the executor needs create on jobs there). No tenant may write Jobs there: whoever can mark the probe Suspended keeps the executor from starting")
 	fs.DurationVar(&c.dropIn.probeWait, "drop-in-probe-wait", 10*time.Second, "how long the built-in Job controller has to mark the probe Job Suspended before the executor takes it to be stopped (drop-in mode)")
@@ -176,7 +185,7 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	}
 	ctrl, err := controller.New(controller.Config{
 		Client: client, Informers: factory, Planner: planner,
-		ManagedBy: cfg.managedBy, DropIn: cfg.dropIn.enabled, EventSource: cfg.eventSource(),
+		ManagedBy: cfg.managedBy, DropIn: cfg.dropIn.enabled, FeatureGates: cfg.featureGates, EventSource: cfg.eventSource(),
 		Finalizer: cfg.trackingFinalizer(), Log: log, Metrics: metrics,
 		NamespaceWeights: shares,
 	})
@@ -195,7 +204,7 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	}
 	srv.RegisterService(&jobplanev1.ExecutorService_ServiceDesc, svc.NewExecutorService(svc.Config{
 		Client: client, Impersonate: impersonate, Jobs: ctrl.Jobs(), PodsOf: ctrl.PodsOf, Runner: runner,
-		ManagedBy: cfg.managedBy, DropIn: cfg.dropIn.enabled, Log: log, Done: ctx.Done(),
+		ManagedBy: cfg.managedBy, DropIn: cfg.dropIn.enabled, FeatureGates: cfg.featureGates, Log: log, Done: ctx.Done(),
 	}))
 
 	srv.Go("informers", func(ctx context.Context) error {

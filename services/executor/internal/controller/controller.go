@@ -36,6 +36,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/featuregates"
 	"github.com/jobplane/jobplane/lib/keyedmutex"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/plan"
@@ -79,6 +80,9 @@ type Config struct {
 	// DropIn runs the Jobs of the built-in Job controller too (spec.managedBy
 	// unset or dropin.BuiltinManagedBy), in its place.
 	DropIn bool
+	// FeatureGates are the reference's gates followed (JobManagedBy off:
+	// in drop-in mode every Job is the controller's, as the built-in's).
+	FeatureGates featuregates.Features
 	// EventSource is the component of the events recorded; empty is
 	// "jobplane-executor".
 	EventSource string
@@ -445,7 +449,7 @@ func (c *Controller) trimJob(obj any) (any, error) {
 
 // managed says whether the Job is one the controller runs.
 func (c *Controller) managed(job *batchv1.Job) bool {
-	return dropin.Runs(job, c.cfg.ManagedBy, c.cfg.DropIn)
+	return dropin.Runs(job, c.cfg.ManagedBy, c.cfg.DropIn, c.cfg.FeatureGates)
 }
 
 func isFinished(job *batchv1.Job) bool {

@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jobplane/jobplane/lib/featuregates"
 	"github.com/jobplane/jobplane/services/executor/internal/dropin"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -61,5 +62,19 @@ func TestTheJobCacheKeepsWhatIsRead(t *testing.T) {
 	if trimmed.UID != theirs.UID || trimmed.Name != theirs.Name || trimmed.Labels["team"] != "a" || trimmed.ManagedFields != nil ||
 		ptr.Deref(trimmed.Spec.ManagedBy, "") != "kueue.x-k8s.io/multikueue" || trimmed.Spec.Template.Spec.Containers != nil || c.managed(trimmed) {
 		t.Errorf("another controller's Job cached as %+v", trimmed)
+	}
+}
+
+// With JobManagedBy off (a cluster emulating a version before it), the
+// built-in controller runs every Job whatever its spec.managedBy; so does
+// the controller in its place, and only there.
+func TestWithoutJobManagedByEveryJobIsRunInPlaceOfTheBuiltin(t *testing.T) {
+	other := newJob("job", managedBy(ptr.To("kueue.x-k8s.io/multikueue")))
+	gates := featuregates.Features{JobManagedByOff: true}
+	if c := (&Controller{cfg: Config{ManagedBy: testManagedBy, DropIn: true, FeatureGates: gates}}); !c.managed(other) {
+		t.Error("in drop-in mode with JobManagedBy off, another controller's Job is not run")
+	}
+	if c := (&Controller{cfg: Config{ManagedBy: testManagedBy, FeatureGates: gates}}); c.managed(other) {
+		t.Error("outside drop-in mode the gate made another controller's Job jobplane's")
 	}
 }

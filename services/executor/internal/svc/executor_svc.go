@@ -22,6 +22,7 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/auth"
+	"github.com/jobplane/jobplane/lib/featuregates"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/dropin"
@@ -63,6 +64,9 @@ type Config struct {
 	// submitted without spec.managedBy is created as it is, a plain
 	// batch/v1 Job (the cron service's runs of batch/v1 CronJobs are).
 	DropIn bool
+	// FeatureGates are the reference's gates followed (JobManagedBy off:
+	// in drop-in mode every Job is the executor's).
+	FeatureGates featuregates.Features
 	// Log receives the causes of Internal errors; slog.Default() when nil.
 	Log *slog.Logger
 	// Done closes when the server starts shutting down (the Setup context's
@@ -130,7 +134,7 @@ func (s *ExecutorService) mustLead() error {
 
 // manages says whether job is one of jobplane's.
 func (s *ExecutorService) manages(job *batchv1.Job) bool {
-	return dropin.Runs(job, s.cfg.ManagedBy, s.cfg.DropIn)
+	return dropin.Runs(job, s.cfg.ManagedBy, s.cfg.DropIn, s.cfg.FeatureGates)
 }
 
 func (s *ExecutorService) notManaged(job *batchv1.Job) error {

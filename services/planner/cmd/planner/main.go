@@ -9,6 +9,7 @@ import (
 	"runtime"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/featuregates"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/services/planner/internal/engine"
 	"github.com/jobplane/jobplane/services/planner/internal/svc"
@@ -31,6 +32,12 @@ func main() {
 				"delay before a failed pod is replaced, doubled with each further failure (the reference's DefaultJobPodFailureBackOff)")
 			fs.DurationVar(&cfg.PodFailureBackoff.Max, "max-pod-failure-backoff", cfg.PodFailureBackoff.Max,
 				"the longest delay before a failed pod is replaced (the reference's MaxJobPodFailureBackOff)")
+			fs.Func("feature-gates", "the reference's feature gates the plans follow, as kube-controller-manager's --feature-gates (JobBackoffLimitPerIndex, JobManagedBy, JobPodReplacementPolicy, JobSuccessPolicy; all on, v1.36's, by default): set them as the cluster's, e.g. JobSuccessPolicy=false where it emulates an older version",
+				func(s string) error {
+					f, err := featuregates.Parse(s)
+					cfg.Features = f
+					return err
+				})
 		},
 		Setup: func(_ context.Context, srv *grpcserver.Server, _ *slog.Logger) error {
 			if cfg.StreamSnapshotMaxPods < 0 {

@@ -45,6 +45,8 @@ type Snapshot struct {
 	// Backoff of pod failures; zero is the reference's (10 s, at most
 	// 10 min).
 	PodFailureBackoff PodFailureBackoff
+	// Features are the feature gates followed; zero is v1.36's (all on).
+	Features Features
 	// Views, when not nil, are View(Pods[i], TrackingFinalizer) for each
 	// pod, kept by a caller that plans successive snapshots of mostly the
 	// same pods; the sync then does not work them out again. Not modified.
@@ -65,6 +67,7 @@ func View(p *corev1.Pod, finalizer string) PodView {
 type syncCtx struct {
 	now       time.Time
 	backoff   PodFailureBackoff
+	features  Features
 	finalizer string
 	// job is a copy of the snapshot's Job whose status the sync rewrites.
 	job         *batchv1.Job
@@ -141,6 +144,7 @@ func newSyncCtx(s *Snapshot, plan *Plan) *syncCtx {
 	c := &syncCtx{
 		now:                  s.Now,
 		backoff:              s.PodFailureBackoff,
+		features:             s.Features,
 		finalizer:            finalizer,
 		job:                  &job,
 		pods:                 pods,
@@ -184,7 +188,9 @@ func (c *syncCtx) sync(s *Snapshot) {
 	// backoff limit, the active deadline, the per-index limits, the success
 	// policy; completions come last, after manageJob.
 	exceedsBackoffLimit := c.failed > *job.Spec.BackoffLimit
-	c.finishedCondition = trueCondition(job, batchv1.JobSuccessCriteriaMet)
+	if successCriteriaMetRead(c.features) {
+		c.finishedCondition = trueCondition(job, batchv1.JobSuccessCriteriaMet)
+	}
 	if c.finishedCondition == nil {
 		if ft := trueCondition(job, batchv1.JobFailureTarget); ft != nil {
 			c.finishedCondition = newCondition(batchv1.JobFailed, corev1.ConditionTrue, ft.Reason, ft.Message, c.now)
@@ -208,7 +214,7 @@ func (c *syncCtx) sync(s *Snapshot) {
 	if c.indexed {
 		c.prevSucceededIndexes, c.succeededIndexes = c.calculateSucceededIndexes()
 		c.succeeded = int32(c.succeededIndexes.total())
-		if hasBackoffLimitPerIndex(job) {
+		if c.hasBackoffLimitPerIndex() {
 			c.failedIndexes = c.calculateFailedIndexes()
 			if c.finishedCondition == nil {
 				if job.Spec.MaxFailedIndexes != nil && c.failedIndexes.total() > int(*job.Spec.MaxFailedIndexes) {
@@ -220,7 +226,7 @@ func (c *syncCtx) sync(s *Snapshot) {
 			c.podsWithDelayedDeletionPerIndex = c.podsWithDelayedDeletion()
 		}
 		if c.finishedCondition == nil {
-			if msg, met := matchSuccessPolicy(job.Spec.SuccessPolicy, *job.Spec.Completions, c.succeededIndexes); met {
+			if msg, met := c.matchSuccessPolicy(); met {
 				c.finishedCondition = newCondition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, batchv1.JobReasonSuccessPolicy, msg, c.now)
 			}
 		}
@@ -250,18 +256,21 @@ func (c *syncCtx) sync(s *Snapshot) {
 			complete = c.succeeded >= *job.Spec.Completions && active == 0
 		}
 		if complete {
-			c.finishedCondition = newCondition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue,
-				batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods", c.now)
+			c.finishedCondition = c.successCondition()
 		} else if manageJobCalled {
 			suspendCondChanged = c.updateSuspendedCondition()
 		}
 	}
 
 	needsStatusUpdate := suspendCondChanged || active != job.Status.Active || !int32PtrEqual(&c.ready, job.Status.Ready)
-	needsStatusUpdate = needsStatusUpdate || !int32PtrEqual(job.Status.Terminating, &c.terminating)
+	var terminating *int32
+	if !c.features.JobPodReplacementPolicyOff {
+		terminating = &c.terminating
+	}
+	needsStatusUpdate = needsStatusUpdate || !int32PtrEqual(job.Status.Terminating, terminating)
 	job.Status.Active = active
 	job.Status.Ready = &c.ready
-	job.Status.Terminating = &c.terminating
+	job.Status.Terminating = terminating
 	c.trackJobStatusAndRemoveFinalizers(needsStatusUpdate)
 }
 
@@ -317,7 +326,7 @@ func (c *syncCtx) nonIgnoredFailedCount(failed []*pod) int32 {
 	n := int32(len(failed))
 	if c.job.Spec.PodFailurePolicy != nil {
 		for _, p := range failed {
-			if !matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p.Pod).countFailed {
+			if !c.matchPodFailurePolicy(p.Pod).countFailed {
 				n--
 			}
 		}
@@ -333,7 +342,7 @@ func (c *syncCtx) failJobMessage() *string {
 	}
 	for _, p := range c.pods {
 		if c.isPodFailed(p) {
-			if m := matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p.Pod); m.failJobMessage != nil {
+			if m := c.matchPodFailurePolicy(p.Pod); m.failJobMessage != nil {
 				return m.failJobMessage
 			}
 		}
@@ -372,9 +381,49 @@ func (c *syncCtx) pastActiveDeadline() bool {
 	return c.now.Sub(job.Status.StartTime.Time) >= time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second
 }
 
-// failureCondition is FailureTarget: Failed is added only once no pod runs.
+// failureCondition is FailureTarget: Failed is added only once no pod runs
+// (Failed at once with the gates that delay it off).
 func (c *syncCtx) failureCondition(reason, message string) *batchv1.JobCondition {
+	if !delayTerminalCondition(c.features) {
+		return newCondition(batchv1.JobFailed, corev1.ConditionTrue, reason, message, c.now)
+	}
 	return newCondition(batchv1.JobFailureTarget, corev1.ConditionTrue, reason, message, c.now)
+}
+
+// successCondition is SuccessCriteriaMet on reaching the completions
+// (Complete at once with the gates that delay it off, and without reason
+// nor message with JobSuccessPolicy off).
+func (c *syncCtx) successCondition() *batchv1.JobCondition {
+	t := batchv1.JobSuccessCriteriaMet
+	if !delayTerminalCondition(c.features) {
+		t = batchv1.JobComplete
+	}
+	var reason, message string
+	if !c.features.JobSuccessPolicyOff {
+		reason, message = batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods"
+	}
+	return newCondition(t, corev1.ConditionTrue, reason, message, c.now)
+}
+
+// matchSuccessPolicy is the success policy's verdict on the succeeded
+// indexes, none with JobSuccessPolicy off.
+func (c *syncCtx) matchSuccessPolicy() (string, bool) {
+	if c.features.JobSuccessPolicyOff {
+		return "", false
+	}
+	return matchSuccessPolicy(c.job.Spec.SuccessPolicy, *c.job.Spec.Completions, c.succeededIndexes)
+}
+
+// isSuccessCriteriaMet: cond is a true SuccessCriteriaMet the gates let
+// count.
+func (c *syncCtx) isSuccessCriteriaMet(cond *batchv1.JobCondition) bool {
+	return successCriteriaMetRead(c.features) && isSuccessCriteriaMet(cond)
+}
+
+// matchPodFailurePolicy applies the Job's pod failure policy to a failed
+// pod.
+func (c *syncCtx) matchPodFailurePolicy(p *corev1.Pod) failurePolicyMatch {
+	return matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p, !c.features.JobBackoffLimitPerIndexOff)
 }
 
 // isPodFailed: the pod failed, or is being deleted without having succeeded
@@ -383,7 +432,7 @@ func (c *syncCtx) isPodFailed(p *pod) bool {
 	if p.phase == corev1.PodFailed {
 		return true
 	}
-	if onlyReplaceFailedPods(c.job) {
+	if c.onlyReplaceFailedPods() {
 		return false
 	}
 	return p.deleting && p.phase != corev1.PodSucceeded
@@ -483,12 +532,17 @@ func isIndexed(j *batchv1.Job) bool {
 	return j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion
 }
 
-func hasBackoffLimitPerIndex(j *batchv1.Job) bool { return j.Spec.BackoffLimitPerIndex != nil }
+// hasBackoffLimitPerIndex: the Job has per-index backoff limits, which
+// JobBackoffLimitPerIndex off ignores.
+func (c *syncCtx) hasBackoffLimitPerIndex() bool {
+	return !c.features.JobBackoffLimitPerIndexOff && c.job.Spec.BackoffLimitPerIndex != nil
+}
 
-// onlyReplaceFailedPods: podReplacementPolicy Failed, implied by a pod
-// failure policy.
-func onlyReplaceFailedPods(j *batchv1.Job) bool {
-	if j.Spec.PodReplacementPolicy != nil && *j.Spec.PodReplacementPolicy == batchv1.Failed {
+// onlyReplaceFailedPods: podReplacementPolicy Failed (read with
+// JobPodReplacementPolicy on), implied by a pod failure policy.
+func (c *syncCtx) onlyReplaceFailedPods() bool {
+	j := c.job
+	if !c.features.JobPodReplacementPolicyOff && j.Spec.PodReplacementPolicy != nil && *j.Spec.PodReplacementPolicy == batchv1.Failed {
 		return true
 	}
 	return j.Spec.PodFailurePolicy != nil

@@ -386,7 +386,7 @@ func TestMatchPodFailurePolicy(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := matchPodFailurePolicy(tc.policy, tc.pod)
+			got := matchPodFailurePolicy(tc.policy, tc.pod, true)
 			if diff := cmp.Diff(tc.wantMessage, got.failJobMessage); diff != "" {
 				t.Errorf("failJobMessage (-want,+got):\n%s", diff)
 			}

@@ -49,7 +49,7 @@ func (c *syncCtx) isIndexFailed(p *pod) bool {
 	counted := false
 	if c.isPodFailed(p) {
 		if c.job.Spec.PodFailurePolicy != nil {
-			m := matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p.Pod)
+			m := c.matchPodFailurePolicy(p.Pod)
 			if m.action != nil && *m.action == batchv1.PodFailurePolicyActionFailIndex {
 				return true
 			}
@@ -69,7 +69,7 @@ func (c *syncCtx) firstPendingIndexes(count int) []int {
 		return nil
 	}
 	nonPending := c.succeededIndexes.withOrderedIndexes(indexesOf(c.activePods))
-	if onlyReplaceFailedPods(c.job) {
+	if c.onlyReplaceFailedPods() {
 		nonPending = nonPending.withOrderedIndexes(indexesOf(filterPods(c.pods, (*pod).terminating)))
 	}
 	if c.failedIndexes != nil {

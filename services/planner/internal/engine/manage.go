@@ -63,7 +63,7 @@ func (c *syncCtx) manageJob() int32 {
 	}
 
 	var terminating int32
-	if onlyReplaceFailedPods(job) {
+	if c.onlyReplaceFailedPods() {
 		// Pods being deleted are replaced only once they have failed.
 		terminating = c.terminating
 	}
@@ -73,7 +73,7 @@ func (c *syncCtx) manageJob() int32 {
 		return active
 	}
 	c.plan.Metrics.SyncAction = SyncActionPodsCreated
-	if !hasBackoffLimitPerIndex(job) {
+	if !c.hasBackoffLimitPerIndex() {
 		if wait := c.backoff.remaining(c.now, c.newBackoffRecord.FailuresAfterLastSuccess, c.newBackoffRecord.LastFailureTime); wait > 0 {
 			addRequeue(c.plan, max(wait, SyncJobBatchPeriod), "PodFailureBackoff", fmt.Sprintf(
 				"Pods missing: %d, but pod failures since the last success: %d; new pods wait %s for the failure backoff.",
@@ -86,7 +86,7 @@ func (c *syncCtx) manageJob() int32 {
 	var indexes []int
 	if c.indexed {
 		indexes = c.firstPendingIndexes(int(diff))
-		if hasBackoffLimitPerIndex(job) {
+		if c.hasBackoffLimitPerIndex() {
 			var wait time.Duration
 			if indexes, wait = c.indexesReadyForCreation(indexes); wait > 0 {
 				addRequeue(c.plan, max(wait, SyncJobBatchPeriod), "IndexFailureBackoff", fmt.Sprintf(
@@ -200,7 +200,7 @@ func (c *syncCtx) podsToCreate(n int, indexes []int) []PodToCreate {
 				Name:      completionIndexEnvName,
 				FieldPath: fmt.Sprintf("metadata.labels['%s']", batchv1.JobCompletionIndexAnnotation),
 			}}
-			if hasBackoffLimitPerIndex(job) {
+			if c.hasBackoffLimitPerIndex() {
 				failures, ignored := c.newIndexFailureCounts(c.podsWithDelayedDeletionPerIndex[ix])
 				pod.Annotations[batchv1.JobIndexFailureCountAnnotation] = strconv.Itoa(int(failures))
 				if ignored > 0 {
@@ -221,7 +221,7 @@ func (c *syncCtx) newIndexFailureCounts(podBeingReplaced *pod) (failures, ignore
 	}
 	failures = indexFailureCount(podBeingReplaced.Pod)
 	ignored = annotationInt32(podBeingReplaced.Pod, batchv1.JobIndexIgnoredFailureCountAnnotation)
-	if c.job.Spec.PodFailurePolicy != nil && !matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, podBeingReplaced.Pod).countFailed {
+	if c.job.Spec.PodFailurePolicy != nil && !c.matchPodFailurePolicy(podBeingReplaced.Pod).countFailed {
 		ignored++
 	} else {
 		failures++
@@ -230,6 +230,9 @@ func (c *syncCtx) newIndexFailureCounts(podBeingReplaced *pod) (failures, ignore
 }
 
 func (c *syncCtx) creationReason() string {
+	if c.features.JobPodReplacementPolicyOff {
+		return PodCreateNew
+	}
 	prp := batchv1.TerminatingOrFailed
 	if c.job.Spec.PodReplacementPolicy != nil {
 		prp = *c.job.Spec.PodReplacementPolicy

@@ -19,8 +19,9 @@ type failurePolicyMatch struct {
 }
 
 // matchPodFailurePolicy applies the rules in order; the first that matches
-// decides.
-func matchPodFailurePolicy(policy *batchv1.PodFailurePolicy, pod *corev1.Pod) failurePolicyMatch {
+// decides. A FailIndex rule matches only when failIndex (the gate
+// JobBackoffLimitPerIndex) is on; else the next rule is tried.
+func matchPodFailurePolicy(policy *batchv1.PodFailurePolicy, pod *corev1.Pod, failIndex bool) failurePolicyMatch {
 	if policy == nil {
 		return failurePolicyMatch{countFailed: true}
 	}
@@ -48,7 +49,11 @@ func matchPodFailurePolicy(policy *batchv1.PodFailurePolicy, pod *corev1.Pod) fa
 		switch action {
 		case batchv1.PodFailurePolicyActionIgnore:
 			return failurePolicyMatch{countFailed: false, action: &action}
-		case batchv1.PodFailurePolicyActionFailIndex, batchv1.PodFailurePolicyActionCount:
+		case batchv1.PodFailurePolicyActionFailIndex:
+			if failIndex {
+				return failurePolicyMatch{countFailed: true, action: &action}
+			}
+		case batchv1.PodFailurePolicyActionCount:
 			return failurePolicyMatch{countFailed: true, action: &action}
 		case batchv1.PodFailurePolicyActionFailJob:
 			return failurePolicyMatch{failJobMessage: &failJobMessage, countFailed: true, action: &action}

@@ -60,13 +60,13 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 				needsFlush = true
 				uncounted.Succeeded = append(uncounted.Succeeded, p.UID)
 			}
-		} else if considerFailed || (c.finishedCondition != nil && !isSuccessCriteriaMet(c.finishedCondition)) {
+		} else if considerFailed || (c.finishedCondition != nil && !c.isSuccessCriteriaMet(c.finishedCondition)) {
 			// A failing Job counts every pod it stops as failed.
 			ix := p.index
 			if !c.uncountedFailed[p.UID] && (!c.indexed || (ix != unknownCompletionIndex && ix < c.completions)) {
 				countFailed := true
 				if c.job.Spec.PodFailurePolicy != nil {
-					m := matchPodFailurePolicy(c.job.Spec.PodFailurePolicy, p.Pod)
+					m := c.matchPodFailurePolicy(p.Pod)
 					if m.action != nil {
 						if failuresByAction == nil {
 							failuresByAction = map[string]int32{}
@@ -111,7 +111,7 @@ func (c *syncCtx) trackJobStatusAndRemoveFinalizers(needsFlush bool) {
 		needsFlush = true
 		c.finishedCondition = newCondition(batchv1.JobFailed, corev1.ConditionTrue, c.finishedCondition.Reason, c.finishedCondition.Message, c.now)
 	}
-	if isSuccessCriteriaMet(c.finishedCondition) {
+	if c.isSuccessCriteriaMet(c.finishedCondition) {
 		if trueCondition(job, batchv1.JobSuccessCriteriaMet) == nil {
 			job.Status.Conditions = append(job.Status.Conditions, *c.finishedCondition)
 			needsFlush = true
@@ -174,7 +174,7 @@ func (c *syncCtx) canRemoveFinalizer(p *pod, considerFailed bool) bool {
 	if !considerFailed {
 		return false
 	}
-	if hasBackoffLimitPerIndex(c.job) {
+	if c.hasBackoffLimitPerIndex() {
 		if p.index != unknownCompletionIndex {
 			if delayed, ok := c.podsWithDelayedDeletionPerIndex[p.index]; ok && delayed.UID == p.UID {
 				return false
@@ -223,7 +223,7 @@ func (c *syncCtx) enactJobFinished() bool {
 	if u := job.Status.UncountedTerminatedPods; u != nil && len(u.Succeeded)+len(u.Failed) > 0 {
 		return false
 	}
-	if c.terminating > 0 {
+	if delayTerminalCondition(c.features) && c.terminating > 0 {
 		return false
 	}
 	job.Status.Conditions, _ = ensureJobConditionStatus(job.Status.Conditions, cond.Type, cond.Status, cond.Reason, cond.Message, c.now)
@@ -268,7 +268,7 @@ func (c *syncCtx) recordPodsFinished() {
 		c.plan.Metrics.PodsSucceeded = int32(c.succeededIndexes.total() - c.prevSucceededIndexes.total())
 		c.plan.Metrics.IndexesSucceeded = c.plan.Metrics.PodsSucceeded
 		c.plan.Metrics.BackoffLimit = "global"
-		if hasBackoffLimitPerIndex(c.job) {
+		if c.hasBackoffLimitPerIndex() {
 			c.plan.Metrics.BackoffLimit = "perIndex"
 			var before int
 			if c.startStatus.FailedIndexes != nil {

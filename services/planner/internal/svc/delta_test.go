@@ -71,7 +71,7 @@ func deterministic(t testing.TB, m proto.Message) []byte {
 
 // fullPlan is the plan of req planned alone (PlanSync), or its error.
 func fullPlan(t testing.TB, req *jobplanev1.PlanSyncRequest) ([]byte, error) {
-	resp, err := planSync(req, engine.PodFailureBackoff{})
+	resp, err := planSync(req, syncSettings{})
 	if err != nil {
 		return nil, err
 	}
@@ -518,15 +518,16 @@ func TestConcurrentStreamsShareTheBound(t *testing.T) {
 // planStreamedProto plans a decoded request of a stream, its pods
 // converted as the codec's decoding would (wire_test.go checks it does).
 func planStreamedProto(bases *streamSnapshots, m *jobplanev1.StreamPlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
-	return planStreamed(bases, streamRequestOf(m), engine.PodFailureBackoff{})
+	return planStreamed(bases, streamRequestOf(m), syncSettings{})
 }
 
 // The planner's configured pod failure backoff (-pod-failure-backoff,
-// -max-pod-failure-backoff) is the one it plans with, unary and streamed:
-// over the simulated lifecycles each plan is the engine's with that backoff,
-// and some differ from the reference's 10 s.
-func TestTheConfiguredPodFailureBackoffIsPlanned(t *testing.T) {
-	fast := engine.PodFailureBackoff{Initial: time.Second, Max: 4 * time.Second}
+// -max-pod-failure-backoff) and feature gates (-feature-gates) are the ones
+// it plans with, unary and streamed: over the simulated lifecycles each plan
+// is the engine's with them, and some differ from the defaults'.
+func TestTheConfiguredSettingsArePlanned(t *testing.T) {
+	fast := syncSettings{backoff: engine.PodFailureBackoff{Initial: time.Second, Max: 4 * time.Second},
+		features: engine.Features{JobPodReplacementPolicyOff: true, JobManagedByOff: true, JobSuccessPolicyOff: true}}
 	differ := 0
 	for seed := range uint64(30) {
 		sim.Generate(seed).Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 300, false, func(w *sim.World) {
@@ -538,7 +539,7 @@ func TestTheConfiguredPodFailureBackoffIsPlanned(t *testing.T) {
 			if err != nil {
 				return
 			}
-			snap.PodFailureBackoff = fast
+			fast.apply(snap)
 			want := deterministic(t, &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(engine.Sync(snap))})
 			release()
 
@@ -557,7 +558,7 @@ func TestTheConfiguredPodFailureBackoffIsPlanned(t *testing.T) {
 					t.Fatalf("%s, seed %d: the plan is not the engine's with the configured backoff", what, seed)
 				}
 			}
-			if reference, err := planSync(clone(), engine.PodFailureBackoff{}); err == nil && !bytes.Equal(deterministic(t, reference), want) {
+			if reference, err := planSync(clone(), syncSettings{}); err == nil && !bytes.Equal(deterministic(t, reference), want) {
 				differ++
 			}
 		})

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
-	"github.com/jobplane/jobplane/services/planner/internal/engine"
 )
 
 // FuzzPlanSync feeds arbitrary bytes as a PlanSync request: every input that
@@ -42,14 +41,14 @@ func FuzzPlanSync(f *testing.F) {
 		if err := proto.Unmarshal(data, req); err != nil {
 			return
 		}
-		first, err := planSync(req, engine.PodFailureBackoff{})
+		first, err := planSync(req, syncSettings{})
 		if err != nil {
 			if status.Code(err) != codes.InvalidArgument {
 				t.Fatalf("refused with %v, want InvalidArgument", err)
 			}
 			return
 		}
-		second, err := planSync(req, engine.PodFailureBackoff{})
+		second, err := planSync(req, syncSettings{})
 		if err != nil || !proto.Equal(first, second) {
 			t.Fatalf("the same request planned twice differs: %v", err)
 		}

@@ -23,7 +23,18 @@ import (
 type PlannerService struct {
 	jobplanev1.UnimplementedPlannerServiceServer
 	snapshots *snapshotStore
-	backoff   engine.PodFailureBackoff
+	settings  syncSettings
+}
+
+// syncSettings are what every sync of this planner follows beside its
+// snapshot: the planner's flags.
+type syncSettings struct {
+	backoff  engine.PodFailureBackoff
+	features engine.Features
+}
+
+func (s syncSettings) apply(snap *engine.Snapshot) {
+	snap.PodFailureBackoff, snap.Features = s.backoff, s.features
 }
 
 var _ jobplanev1.PlannerServiceServer = (*PlannerService)(nil)
@@ -38,6 +49,8 @@ type Config struct {
 	// PodFailureBackoff is the delay before pods replace failed ones;
 	// zero is the reference's.
 	PodFailureBackoff engine.PodFailureBackoff
+	// Features are the reference's feature gates followed; zero is v1.36's.
+	Features engine.Features
 }
 
 // NewPlannerService returns the service with the default configuration.
@@ -47,21 +60,22 @@ func NewPlannerService() *PlannerService {
 
 // NewPlannerServiceWith returns the service configured by cfg.
 func NewPlannerServiceWith(cfg Config) *PlannerService {
-	return &PlannerService{snapshots: newSnapshotStore(max(cfg.StreamSnapshotMaxPods, 0)), backoff: cfg.PodFailureBackoff}
+	return &PlannerService{snapshots: newSnapshotStore(max(cfg.StreamSnapshotMaxPods, 0)),
+		settings: syncSettings{backoff: cfg.PodFailureBackoff, features: cfg.Features}}
 }
 
 // PlanSync plans one sync of a Job.
 func (s *PlannerService) PlanSync(_ context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
-	return planSync(req, s.backoff)
+	return planSync(req, s.settings)
 }
 
-func planSync(req *jobplanev1.PlanSyncRequest, backoff engine.PodFailureBackoff) (*jobplanev1.PlanSyncResponse, error) {
+func planSync(req *jobplanev1.PlanSyncRequest, settings syncSettings) (*jobplanev1.PlanSyncResponse, error) {
 	snap, release, err := snapshotFromRequest(req)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	snap.PodFailureBackoff = backoff
+	settings.apply(snap)
 	return &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(engine.Sync(snap))}, nil
 }
 
@@ -81,7 +95,7 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 			return err
 		}
 		resp := &jobplanev1.StreamPlanSyncResponse{Id: req.msg.GetId()}
-		if plan, err := planStreamed(bases, req, s.backoff); err != nil {
+		if plan, err := planStreamed(bases, req, s.settings); err != nil {
 			resp.Error = status.Convert(err).Proto()
 		} else {
 			resp.Response = plan
@@ -95,7 +109,7 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 // planStreamed plans one request of a stream, full or delta, and keeps its
 // snapshot as the base of the Job's next delta unless it failed or the Job
 // is finished.
-func planStreamed(bases *streamSnapshots, req *streamRequest, backoff engine.PodFailureBackoff) (*jobplanev1.PlanSyncResponse, error) {
+func planStreamed(bases *streamSnapshots, req *streamRequest, settings syncSettings) (*jobplanev1.PlanSyncResponse, error) {
 	var (
 		b   *baseSnapshot
 		err error
@@ -111,7 +125,7 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, backoff engine.Pod
 		if err != nil {
 			return nil, err
 		}
-		return planBase(bases, b, delta, backoff), nil
+		return planBase(bases, b, delta, settings), nil
 	default:
 		if uid := full.GetJob().GetMetadata().GetUid(); uid != "" {
 			bases.take(uid).dispose() // superseded, whatever comes of this request
@@ -122,15 +136,15 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, backoff engine.Pod
 			return nil, err
 		}
 		b.release, req.releasePods = req.releasePods, nil // the base's now
-		return planBase(bases, b, full, backoff), nil
+		return planBase(bases, b, full, settings), nil
 	}
 }
 
 // planBase plans the snapshot b with the sync fields of its request and
 // keeps b unless the Job is finished.
-func planBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFields, backoff engine.PodFailureBackoff) *jobplanev1.PlanSyncResponse {
+func planBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFields, settings syncSettings) *jobplanev1.PlanSyncResponse {
 	snap := engineSnapshot(b.job, b.pods, fields)
-	snap.PodFailureBackoff = backoff
+	settings.apply(snap)
 	snap.Views = b.views
 	p := engine.Sync(snap)
 	resp := &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(p)}

@@ -17,7 +17,6 @@ import (
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/lib/plan"
-	"github.com/jobplane/jobplane/services/planner/internal/engine"
 	"github.com/jobplane/jobplane/services/planner/scalestate"
 )
 
@@ -178,7 +177,7 @@ func TestStreamSnapshotMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := store.stream()
-		if _, err := planStreamed(s, &decoded, engine.PodFailureBackoff{}); err != nil {
+		if _, err := planStreamed(s, &decoded, syncSettings{}); err != nil {
 			t.Fatal(err)
 		}
 		held = append(held, s)

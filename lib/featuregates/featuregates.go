@@ -1,0 +1,73 @@
+// Package featuregates holds the reference Job controller's feature gates
+// that jobplane follows, as kube-controller-manager's --feature-gates names
+// them: the planner plans with them, the executor in drop-in mode runs the
+// Jobs they say.
+package featuregates
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Features are the reference's feature gates the Job controller reads. The
+// Job controller of v1.36 has them all on (GA, locked to their default); a
+// cluster emulating an older version (kube-controller-manager's
+// --emulated-version, as the reference's integration tests do) may have
+// some off, and jobplane follows (-feature-gates). The zero value is
+// v1.36's: every gate on.
+type Features struct {
+	JobBackoffLimitPerIndexOff bool
+	JobManagedByOff            bool
+	JobPodReplacementPolicyOff bool
+	JobSuccessPolicyOff        bool
+}
+
+// featureGates names the gates Features holds, as --feature-gates does.
+var featureGates = []string{"JobBackoffLimitPerIndex", "JobManagedBy", "JobPodReplacementPolicy", "JobSuccessPolicy"}
+
+// ParseFeatureGates reads kube-controller-manager's --feature-gates syntax
+// ("JobSuccessPolicy=false,JobManagedBy=true") for the gates the Job
+// controller reads; another gate is an error naming those.
+func Parse(s string) (Features, error) {
+	var f Features
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(part, "=")
+		if !ok {
+			return Features{}, fmt.Errorf("feature gate %q: want Name=true or Name=false", part)
+		}
+		on, err := strconv.ParseBool(strings.TrimSpace(value))
+		if err != nil {
+			return Features{}, fmt.Errorf("feature gate %q: %q is not a boolean", name, value)
+		}
+		switch name = strings.TrimSpace(name); name {
+		case "JobBackoffLimitPerIndex":
+			f.JobBackoffLimitPerIndexOff = !on
+		case "JobManagedBy":
+			f.JobManagedByOff = !on
+		case "JobPodReplacementPolicy":
+			f.JobPodReplacementPolicyOff = !on
+		case "JobSuccessPolicy":
+			f.JobSuccessPolicyOff = !on
+		default:
+			return Features{}, fmt.Errorf("feature gate %q: the Job controller reads only %s", name, strings.Join(featureGates, ", "))
+		}
+	}
+	return f, nil
+}
+
+// String is f in Parse's syntax, the gates off only.
+func (f Features) String() string {
+	var off []string
+	for i, isOff := range []bool{f.JobBackoffLimitPerIndexOff, f.JobManagedByOff, f.JobPodReplacementPolicyOff, f.JobSuccessPolicyOff} {
+		if isOff {
+			off = append(off, featureGates[i]+"=false")
+		}
+	}
+	slices.Sort(off)
+	return strings.Join(off, ",")
+}
