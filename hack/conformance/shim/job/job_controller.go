@@ -69,7 +69,26 @@ func NewController(_ context.Context, kubeClient clientset.Interface, _ coreinfo
 	// The tests read the reference's metrics in process: they mirror the
 	// executor's (mirrorMetrics).
 	metrics.Register()
+	// A test creates its Jobs as soon as the controller is started; the
+	// last one's processes, stopping, could still sync them (with other
+	// feature gates: TestManagedBy's subtests).
+	waitLastRunExited(30 * time.Second)
 	return &Controller{client: kubeClient}, nil
+}
+
+// waitLastRunExited waits, at most wait, for the processes of the last Run
+// to exit.
+func waitLastRunExited(wait time.Duration) {
+	runningMu.Lock()
+	last := running
+	runningMu.Unlock()
+	if last == nil {
+		return
+	}
+	select {
+	case <-last:
+	case <-time.After(wait):
+	}
 }
 
 // running is the jobplane of the last Run: a test that restarts the
