@@ -87,6 +87,16 @@ func batchCronJobs(t *testing.T, kube kubernetes.Interface, executor, cron *kube
 	if state := get(ctx, t, cronJobs, "buffered").Annotations[stateAnnotation]; !strings.Contains(state, `"trigger":"Manual"`) {
 		t.Errorf("state annotation %q, want the queued run", state)
 	}
+	// As a tenant of namespace cron only: another namespace's CronJobs and
+	// every namespace's runs are not its own.
+	if _, err := client.TriggerCronJob(ctx, &jobplanev1.TriggerCronJobRequest{Namespace: "plain", Name: "buffered", ApiVersion: "batch/v1"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("triggering a CronJob of another namespace: %v, want PERMISSION_DENIED", err)
+	}
+	if w, err := client.WatchJobInstances(ctx, &jobplanev1.WatchJobInstancesRequest{ApiVersion: "batch/v1"}); err == nil {
+		if _, err = w.Recv(); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("watching every namespace's runs: %v, want PERMISSION_DENIED", err)
+		}
+	}
 	if _, err := trigger("invalid"); status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "jitter-seconds") {
 		t.Errorf("triggering a CronJob with an invalid annotation: %v, want FAILED_PRECONDITION naming it", err)
 	}
