@@ -17,8 +17,9 @@
 #         costs each side: kube-controller-manager runs its Job controller
 #         only (KCM_CONTROLLERS, default job-controller for this scenario),
 #         and the driver creates MEMORY_PODS pods no controller owns, so
-#         that only the caches grow; live heap (least heap in use over 30 s)
-#         and RSS before and after, from both sides' /metrics.
+#         that only the caches grow; live heap (least heap in use over
+#         MEMORY_SETTLE, which a collection has run in) and RSS before and
+#         after, from both sides' /metrics.
 #   tenants (not in the default SCENARIOS; issue 19) namespace A's
 #         TENANT_JOBS Jobs of TENANT_JOB_COMPLETIONS completions,
 #         TENANT_JOB_PARALLELISM wide, created at once, then, once every
@@ -35,7 +36,7 @@
 #   hack/bench-executor.sh                 # the full measurement (about 30 minutes on 2 cores)
 #   SIZE=200 QPS_PAIRS=200/300 NODES=3 hack/bench-executor.sh    # a quick run (2 minutes)
 #   SCENARIOS=tenants QPS_PAIRS=20/30 hack/bench-executor.sh       # issue 19's tenants (about 7 minutes)
-#   SCENARIOS=memory QPS_PAIRS=1000/1500 NODES=1 hack/bench-executor.sh   # issue 20's memory per cached pod (about 3 minutes)
+#   SCENARIOS=memory QPS_PAIRS=1000/1500 NODES=1 hack/bench-executor.sh   # issue 20's memory per cached pod (about 6 minutes)
 #
 # Environment (defaults):
 #   QPS_PAIRS="20/30 200/300"   the controllers' client QPS/burst pairs
@@ -43,7 +44,9 @@
 #   JOBS=SIZE/4 JOB_COMPLETIONS=4 JOB_PARALLELISM=2
 #   TENANT_JOBS=200 TENANT_JOB_COMPLETIONS=4 TENANT_JOB_PARALLELISM=4 TENANT_POD_RUNTIME=2s
 #   SCENARIOS="big many" (or any of big, many, tenants, memory) NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
-#   MEMORY_PODS=10000 KCM_CONTROLLERS (kube-controller-manager's --controllers; all but for memory)
+#   MEMORY_PODS=10000 MEMORY_SETTLE=130s (each memory reading watches the heaps
+#     this long: past the runtime's forced collection every 2 minutes)
+#   KCM_CONTROLLERS (kube-controller-manager's --controllers; all but for memory)
 #   PROFILE_SECONDS=0: when set, a CPU profile of the executor and of the
 #     planner over that many seconds (at most 50) from 5 s into each
 #     jobplane run, kept beside the results (go tool pprof FILE)
@@ -68,6 +71,7 @@ tenant_job_parallelism=${TENANT_JOB_PARALLELISM:-4}
 tenant_pod_runtime=${TENANT_POD_RUNTIME:-2s}
 scenarios=${SCENARIOS:-"big many"}
 memory_pods=${MEMORY_PODS:-10000}
+memory_settle=${MEMORY_SETTLE:-130s}
 profile_seconds=${PROFILE_SECONDS:-0}
 kcm_controllers=${KCM_CONTROLLERS:-}
 if [[ -z ${kcm_controllers} && ${scenarios} == memory ]]; then kcm_controllers=job-controller; fi
@@ -288,7 +292,7 @@ for pair in ${qps_pairs}; do
   for scenario in ${scenarios}; do
     if [[ ${scenario} == memory ]]; then
       log "${pair}: memory, ${memory_pods} pods (kube-controller-manager --controllers=${kcm_controllers:-all})"
-      "${work}/bench" memory -kubeconfig "${kubeconfig}" -pods "${memory_pods}" -results "${results}" \
+      "${work}/bench" memory -kubeconfig "${kubeconfig}" -pods "${memory_pods}" -settle "${memory_settle}" -results "${results}" \
         -kcm-metrics "${kcm_url}/metrics" -executor-metrics "${executor_metrics}" | tee "${run_dir}/memory-${label}.md"
       continue
     fi

@@ -150,8 +150,9 @@ func New(cfg Config) (*Controller, error) {
 		metrics:  cfg.Metrics,
 	}
 	// The caches keep what decisions read: a pod of the cluster costs its
-	// contract's fields, another controller's Job its identity.
-	if err := podInformer.Informer().SetTransform(kubeconv.TrimForCache); err != nil {
+	// contract's fields (with the strings pods repeat shared), another
+	// controller's Job its identity.
+	if err := podInformer.Informer().SetTransform((&kubeconv.PodTrimmer{}).Transform); err != nil {
 		return nil, fmt.Errorf("trimming the pod cache: %w", err)
 	}
 	if err := jobInformer.Informer().SetTransform(c.trimJob); err != nil {
