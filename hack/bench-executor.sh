@@ -294,6 +294,8 @@ for pair in ${qps_pairs}; do
       log "${pair}: memory, ${memory_pods} pods (kube-controller-manager --controllers=${kcm_controllers:-all})"
       "${work}/bench" memory -kubeconfig "${kubeconfig}" -pods "${memory_pods}" -settle "${memory_settle}" -results "${results}" \
         -kcm-metrics "${kcm_url}/metrics" -executor-metrics "${executor_metrics}" | tee "${run_dir}/memory-${label}.md"
+      # Where the executor's holds it: go tool pprof -sample_index=inuse_space FILE
+      curl -sf "${executor_metrics%/metrics}/debug/pprof/heap?gc=1" >"${run_dir}/executor-heap-memory-${label}.pprof" || true
       continue
     fi
     for variant in builtin jobplane; do

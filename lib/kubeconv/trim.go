@@ -1,6 +1,8 @@
 package kubeconv
 
 import (
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,16 +27,21 @@ func TrimForCache(obj any) (any, error) {
 	return obj, nil
 }
 
-// PodTrimmer is TrimForCache for a pod informer that also shares the
-// strings pods repeat (namespace, label and annotation keys and values,
-// owner kinds, container names, phases, condition reasons and messages):
-// decoded, each pod has its own copy. Names, UIDs and resource versions,
-// each pod's own, are left as they are. Its table is bounded
-// (maxInterned strings of at most maxInternedLen bytes) and starts over
-// when full, so that no run of distinct values can grow it.
+// PodTrimmer is TrimForCache for a pod informer that also shares what pods
+// repeat: strings (namespace, label and annotation keys and values, owner
+// kinds, container names, phases, condition reasons and messages), whole
+// label and annotation maps (the pods of a Job have the same), and the
+// trimmed container lists. Decoded, each pod has its own copy. Names, UIDs
+// and resource versions, each pod's own, are left as they are. Shared
+// values are never written: a cached object is read only (client-go's
+// rule). Each table is bounded (maxInterned entries, strings of at most
+// maxInternedLen bytes) and starts over when full, so that no run of
+// distinct values can grow it.
 type PodTrimmer struct {
-	mu    sync.Mutex
-	table map[string]string
+	mu         sync.Mutex
+	table      map[string]string
+	maps       map[string]map[string]string
+	containers map[string][]corev1.Container
 }
 
 const (
@@ -50,7 +57,79 @@ func (t *PodTrimmer) Transform(obj any) (any, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return trimPod(pod, t.intern), nil
+	out := trimPod(pod, t.intern)
+	out.Labels, out.Annotations = t.internMap(out.Labels), t.internMap(out.Annotations)
+	out.Spec.Containers, out.Spec.InitContainers = t.internContainers(out.Spec.Containers), t.internContainers(out.Spec.InitContainers)
+	return out, nil
+}
+
+// internMap is the shared map of m's content (m itself, now shared, the
+// first time).
+func (t *PodTrimmer) internMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	key, ok := mapKey(m)
+	if !ok {
+		return m
+	}
+	if shared, ok := t.maps[key]; ok {
+		return shared
+	}
+	if t.maps == nil || len(t.maps) >= maxInterned {
+		t.maps = make(map[string]map[string]string, 64)
+	}
+	t.maps[key] = m
+	return m
+}
+
+// mapKey is m's content as a string (its keys sorted), or false when m is
+// too big to be worth sharing.
+func mapKey(m map[string]string) (string, bool) {
+	keys := make([]string, 0, len(m))
+	size := 0
+	for k, v := range m {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 2
+	}
+	if size > maxInternedLen*2 {
+		return "", false
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.Grow(size)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(m[k])
+		b.WriteByte(0)
+	}
+	return b.String(), true
+}
+
+// internContainers is the shared list of trimmed containers equal to cs.
+func (t *PodTrimmer) internContainers(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return cs
+	}
+	var b strings.Builder
+	for _, c := range cs {
+		b.WriteString(c.Name)
+		b.WriteByte(0)
+		if c.RestartPolicy != nil {
+			b.WriteString(string(*c.RestartPolicy))
+		}
+		b.WriteByte(1)
+	}
+	key := b.String()
+	if shared, ok := t.containers[key]; ok {
+		return shared
+	}
+	if t.containers == nil || len(t.containers) >= maxInterned {
+		t.containers = make(map[string][]corev1.Container, 64)
+	}
+	t.containers[key] = cs
+	return cs
 }
 
 func (t *PodTrimmer) intern(s string) string {

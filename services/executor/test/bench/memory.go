@@ -31,8 +31,9 @@ type memoryResult struct {
 
 // memory measures issue 20's memory per cached pod: the executor beside
 // kube-controller-manager running its Job controller only, before and after
-// the driver creates -pods pods (as a Job's, with no controller, so that
-// neither controller acts on them: only their caches grow).
+// the driver creates -pods pods (as 10 Jobs' pods are, but with no
+// controller, so that neither controller acts on them: only their caches
+// grow).
 func memory(args []string) error {
 	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
@@ -115,7 +116,7 @@ func watchMemory(ctx context.Context, urls [2]string, settle time.Duration) (hea
 	return heaps, rss, nil
 }
 
-// createPods creates n pods as a Job's (labels, a template's spec), 64 at
+// createPods creates n pods as 10 Jobs' (labels, a template's spec), 64 at
 // a time.
 func createPods(ctx context.Context, client kubernetes.Interface, ns string, n int) error {
 	var next atomic.Int64
@@ -124,16 +125,17 @@ func createPods(ctx context.Context, client kubernetes.Interface, ns string, n i
 	for range 64 {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				name := fmt.Sprintf("cached-%05d", i)
+				// As the pods of 10 Jobs: each Job's have the same labels.
+				job := fmt.Sprintf("cached-%d", i%10)
+				uid := fmt.Sprintf("00000000-0000-0000-0000-00000000000%d", i%10)
 				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-						"batch.kubernetes.io/job-name": "cached", "job-name": "cached", "batch.kubernetes.io/job-completion-index": fmt.Sprint(i),
+					ObjectMeta: metav1.ObjectMeta{GenerateName: job + "-", Labels: map[string]string{
+						"batch.kubernetes.io/job-name": job, "job-name": job, "batch.kubernetes.io/controller-uid": uid, "controller-uid": uid,
 					}},
 					Spec: corev1.PodSpec{
 						RestartPolicy:                 corev1.RestartPolicyNever,
 						TerminationGracePeriodSeconds: ptr.To[int64](0),
-						Containers: []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", "echo done"},
-							Env: []corev1.EnvVar{{Name: "JOB_COMPLETION_INDEX", Value: fmt.Sprint(i)}}}},
+						Containers: []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", "echo done"}}},
 					},
 				}
 				if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
