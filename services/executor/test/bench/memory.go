@@ -135,7 +135,7 @@ func createPods(ctx context.Context, client kubernetes.Interface, ns string, n i
 					Spec: corev1.PodSpec{
 						RestartPolicy:                 corev1.RestartPolicyNever,
 						TerminationGracePeriodSeconds: ptr.To[int64](0),
-						Containers: []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", "echo done"}}},
+						Containers:                    []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", "echo done"}}},
 					},
 				}
 				if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
