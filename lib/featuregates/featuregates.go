@@ -6,7 +6,6 @@ package featuregates
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -58,16 +57,4 @@ func Parse(s string) (Features, error) {
 		}
 	}
 	return f, nil
-}
-
-// String is f in Parse's syntax, the gates off only.
-func (f Features) String() string {
-	var off []string
-	for i, isOff := range []bool{f.JobBackoffLimitPerIndexOff, f.JobManagedByOff, f.JobPodReplacementPolicyOff, f.JobSuccessPolicyOff} {
-		if isOff {
-			off = append(off, featureGates[i]+"=false")
-		}
-	}
-	slices.Sort(off)
-	return strings.Join(off, ",")
 }

@@ -10,9 +10,6 @@ func TestParse(t *testing.T) {
 	if err != nil || f != (Features{JobSuccessPolicyOff: true, JobPodReplacementPolicyOff: true}) {
 		t.Errorf("%+v, %v", f, err)
 	}
-	if f.String() != "JobPodReplacementPolicy=false,JobSuccessPolicy=false" {
-		t.Errorf("String %q", f.String())
-	}
 	if f, err := Parse(""); err != nil || f != (Features{}) {
 		t.Errorf("empty: %+v, %v", f, err)
 	}

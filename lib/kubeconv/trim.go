@@ -39,9 +39,26 @@ func TrimForCache(obj any) (any, error) {
 // distinct values can grow it.
 type PodTrimmer struct {
 	mu         sync.Mutex
-	table      map[string]string
-	maps       map[string]map[string]string
-	containers map[string][]corev1.Container
+	strings    sharedTable[string]
+	maps       sharedTable[map[string]string]
+	containers sharedTable[[]corev1.Container]
+}
+
+// sharedTable holds the shared value of each content key, at most
+// maxInterned of them: full, it starts over.
+type sharedTable[V any] struct{ m map[string]V }
+
+// share is the value shared under key, v itself (now shared) the first
+// time.
+func (t *sharedTable[V]) share(key string, v V) V {
+	if shared, ok := t.m[key]; ok {
+		return shared
+	}
+	if t.m == nil || len(t.m) >= maxInterned {
+		t.m = make(map[string]V, 64)
+	}
+	t.m[key] = v
+	return v
 }
 
 const (
@@ -63,8 +80,8 @@ func (t *PodTrimmer) Transform(obj any) (any, error) {
 	return out, nil
 }
 
-// internMap is the shared map of m's content (m itself, now shared, the
-// first time).
+// internMap is the shared map of m's content: the first time, a copy with
+// interned keys and values, now shared.
 func (t *PodTrimmer) internMap(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
@@ -73,14 +90,14 @@ func (t *PodTrimmer) internMap(m map[string]string) map[string]string {
 	if !ok {
 		return m
 	}
-	if shared, ok := t.maps[key]; ok {
+	if shared, ok := t.maps.m[key]; ok {
 		return shared
 	}
-	if t.maps == nil || len(t.maps) >= maxInterned {
-		t.maps = make(map[string]map[string]string, 64)
+	copied := make(map[string]string, len(m))
+	for k, v := range m {
+		copied[t.intern(k)] = t.intern(v)
 	}
-	t.maps[key] = m
-	return m
+	return t.maps.share(key, copied)
 }
 
 // mapKey is m's content as a string (its keys sorted), or false when m is
@@ -121,34 +138,20 @@ func (t *PodTrimmer) internContainers(cs []corev1.Container) []corev1.Container 
 		}
 		b.WriteByte(1)
 	}
-	key := b.String()
-	if shared, ok := t.containers[key]; ok {
-		return shared
-	}
-	if t.containers == nil || len(t.containers) >= maxInterned {
-		t.containers = make(map[string][]corev1.Container, 64)
-	}
-	t.containers[key] = cs
-	return cs
+	return t.containers.share(b.String(), cs)
 }
 
 func (t *PodTrimmer) intern(s string) string {
 	if len(s) == 0 || len(s) > maxInternedLen {
 		return s
 	}
-	if shared, ok := t.table[s]; ok {
-		return shared
-	}
-	if t.table == nil || len(t.table) >= maxInterned {
-		t.table = make(map[string]string, 1024)
-	}
-	t.table[s] = s
-	return s
+	return t.strings.share(s, s)
 }
 
 // trimPod is the pod with the contract's fields only (FromKube's), its
 // metadata whole but managedFields; intern, when not nil, gives the
-// strings pods repeat.
+// strings pods repeat (labels and annotations are PodTrimmer's to share
+// whole).
 func trimPod(p *corev1.Pod, intern func(string) string) *corev1.Pod {
 	if intern == nil {
 		intern = func(s string) string { return s }
@@ -157,7 +160,6 @@ func trimPod(p *corev1.Pod, intern func(string) string) *corev1.Pod {
 	m := &out.ObjectMeta
 	m.ManagedFields = nil
 	m.Namespace, m.GenerateName = intern(m.Namespace), intern(m.GenerateName)
-	m.Labels, m.Annotations = internMap(m.Labels, intern), internMap(m.Annotations, intern)
 	for i := range m.Finalizers {
 		m.Finalizers[i] = intern(m.Finalizers[i])
 	}
@@ -181,19 +183,6 @@ func trimPod(p *corev1.Pod, intern func(string) string) *corev1.Pod {
 	out.Status.StartTime = p.Status.StartTime
 	out.Status.ContainerStatuses = trimContainerStatuses(p.Status.ContainerStatuses, intern)
 	out.Status.InitContainerStatuses = trimContainerStatuses(p.Status.InitContainerStatuses, intern)
-	return out
-}
-
-// internMap is m with interned keys and values (m itself when intern is
-// the identity: nothing to share).
-func internMap(m map[string]string, intern func(string) string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[intern(k)] = intern(v)
-	}
 	return out
 }
 

@@ -137,6 +137,28 @@ func rulesOf(perms []Permission) []rbacv1.PolicyRule {
 	return rules
 }
 
+// Step is one request a component makes, as a role test replays it.
+type Step struct {
+	What string
+	Do   func(context.Context) error
+}
+
+// ProbeSteps is a probe for EachPermissionIsNeeded: it runs every step,
+// each run bounded by within, and fails with each failing step named.
+func ProbeSteps(steps []Step, within time.Duration) func() error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		var errs []error
+		for _, step := range steps {
+			if err := step.Do(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", step.What, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+}
+
 // EachPermissionIsNeeded shows that the role (a ClusterRole when namespace
 // is empty, else a Role) holds only what probe needs: probe succeeds with
 // the role as it is; without any one of its permissions, probe fails

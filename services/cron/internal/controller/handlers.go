@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -110,12 +109,7 @@ func (c *Controller) enqueueController(job *batchv1.Job) {
 	if !ok {
 		return
 	}
-	cronJob, err := kind.cached(job.Namespace, ref.Name)
-	var invalid *invalidCronJob
-	if errors.As(err, &invalid) {
-		cronJob, err = invalid.cronJob, nil
-	}
-	if err != nil || cronJob.UID != ref.UID {
+	if uid, err := kind.uid(job.Namespace, ref.Name); err != nil || uid != ref.UID {
 		return
 	}
 	c.queue.Add(cronJobKey(ref.APIVersion, job.Namespace, ref.Name))

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -25,6 +26,9 @@ import (
 type cronJobKind interface {
 	// list is every CronJob of the informer's cache.
 	list() []metav1.Object
+	// uid is the UID of the cached CronJob namespace/name, read without
+	// converting it (every Job event asks).
+	uid(namespace, name string) (types.UID, error)
 	// cached reads the informer's cache.
 	cached(namespace, name string) (*cronapi.CronJob, error)
 	// live reads the API server.
@@ -85,6 +89,18 @@ func (k customCronJobs) list() []metav1.Object {
 	return out
 }
 
+func (k customCronJobs) uid(namespace, name string) (types.UID, error) {
+	obj, err := k.lister.ByNamespace(namespace).Get(name)
+	if err != nil {
+		return "", err
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	return m.GetUID(), nil
+}
+
 func (k customCronJobs) cached(namespace, name string) (*cronapi.CronJob, error) {
 	obj, err := k.lister.ByNamespace(namespace).Get(name)
 	if err != nil {
@@ -138,6 +154,14 @@ func (k batchCronJobs) list() []metav1.Object {
 		out = append(out, cj)
 	}
 	return out
+}
+
+func (k batchCronJobs) uid(namespace, name string) (types.UID, error) {
+	cj, err := k.lister.CronJobs(namespace).Get(name)
+	if err != nil {
+		return "", err
+	}
+	return cj.UID, nil
 }
 
 func (k batchCronJobs) cached(namespace, name string) (*cronapi.CronJob, error) {

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -90,12 +88,9 @@ func TestTheCronControllersRolesAreExactlyWhatItUses(t *testing.T) {
 
 	cronJobs := dyn.Resource(cronapi.GroupVersionResource)
 	dryRun := []string{metav1.DryRunAll}
-	steps := []struct {
-		what string
-		do   func(context.Context) error
-	}{
+	steps := []kubetest.Step{
 		// The informers, and the live reads of a sync.
-		{"list and watch CronJobs", func(ctx context.Context) error {
+		{What: "list and watch CronJobs", Do: func(ctx context.Context) error {
 			list, err := cronJobs.List(ctx, metav1.ListOptions{Limit: 1})
 			if err != nil {
 				return err
@@ -106,7 +101,7 @@ func TestTheCronControllersRolesAreExactlyWhatItUses(t *testing.T) {
 			}
 			return err
 		}},
-		{"list and watch Jobs", func(ctx context.Context) error {
+		{What: "list and watch Jobs", Do: func(ctx context.Context) error {
 			list, err := kube.BatchV1().Jobs("").List(ctx, metav1.ListOptions{Limit: 1})
 			if err != nil {
 				return err
@@ -117,16 +112,16 @@ func TestTheCronControllersRolesAreExactlyWhatItUses(t *testing.T) {
 			}
 			return err
 		}},
-		{"read a CronJob", func(ctx context.Context) error {
+		{What: "read a CronJob", Do: func(ctx context.Context) error {
 			_, err := cronJobs.Namespace(namespace).Get(ctx, "nightly", metav1.GetOptions{})
 			return err
 		}},
-		{"read a Job", func(ctx context.Context) error {
+		{What: "read a Job", Do: func(ctx context.Context) error {
 			_, err := kube.BatchV1().Jobs(namespace).Get(ctx, existingJob.Name, metav1.GetOptions{})
 			return err
 		}},
 		// The sync's writes.
-		{"write a CronJob's status", func(ctx context.Context) error {
+		{What: "write a CronJob's status", Do: func(ctx context.Context) error {
 			fresh, err := adminDyn.Resource(cronapi.GroupVersionResource).Namespace(namespace).Get(ctx, "nightly", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -134,44 +129,44 @@ func TestTheCronControllersRolesAreExactlyWhatItUses(t *testing.T) {
 			_, err = cronJobs.Namespace(namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{DryRun: dryRun})
 			return err
 		}},
-		{"create a run's Job, owned by its CronJob (SubmitJob, as cron)", func(ctx context.Context) error {
+		{What: "create a run's Job, owned by its CronJob (SubmitJob, as cron)", Do: func(ctx context.Context) error {
 			job := run.DeepCopy()
 			job.Name = "nightly-29922376"
 			_, err := kube.BatchV1().Jobs(namespace).Create(ctx, job, metav1.CreateOptions{DryRun: dryRun})
 			return err
 		}},
-		{"delete a run's Job (DeleteJob, as cron)", func(ctx context.Context) error {
+		{What: "delete a run's Job (DeleteJob, as cron)", Do: func(ctx context.Context) error {
 			return kube.BatchV1().Jobs(namespace).Delete(ctx, existingJob.Name, metav1.DeleteOptions{DryRun: dryRun, Preconditions: &metav1.Preconditions{UID: &existingJob.UID}})
 		}},
-		{"record an event", func(ctx context.Context) error {
+		{What: "record an event", Do: func(ctx context.Context) error {
 			_, err := kube.CoreV1().Events(namespace).Create(ctx, event, metav1.CreateOptions{DryRun: dryRun})
 			return err
 		}},
-		{"count a repeated event", func(ctx context.Context) error {
+		{What: "count a repeated event", Do: func(ctx context.Context) error {
 			_, err := kube.CoreV1().Events(namespace).Patch(ctx, existingEvent.Name, types.StrategicMergePatchType,
 				[]byte(`{"count":2}`), metav1.PatchOptions{DryRun: dryRun})
 			return err
 		}},
 		// The CronJob RPCs, once their caller is authorized.
-		{"CreateCronJob", func(ctx context.Context) error {
+		{What: "CreateCronJob", Do: func(ctx context.Context) error {
 			u, err := cronapi.ToUnstructured(cronJob("weekly"))
 			if err == nil {
 				_, err = cronJobs.Namespace(namespace).Create(ctx, u, metav1.CreateOptions{DryRun: dryRun})
 			}
 			return err
 		}},
-		{"UpdateCronJob", func(ctx context.Context) error {
+		{What: "UpdateCronJob", Do: func(ctx context.Context) error {
 			fresh, err := cronJobs.Namespace(namespace).Get(ctx, "nightly", metav1.GetOptions{})
 			if err == nil {
 				_, err = cronJobs.Namespace(namespace).Update(ctx, fresh, metav1.UpdateOptions{DryRun: dryRun})
 			}
 			return err
 		}},
-		{"DeleteCronJob", func(ctx context.Context) error {
+		{What: "DeleteCronJob", Do: func(ctx context.Context) error {
 			return cronJobs.Namespace(namespace).Delete(ctx, "nightly", metav1.DeleteOptions{DryRun: dryRun})
 		}},
 		// Leader election.
-		{"hold the Lease", func(ctx context.Context) error {
+		{What: "hold the Lease", Do: func(ctx context.Context) error {
 			leases := kube.CoordinationV1().Leases("jobplane-system")
 			held, err := leases.Get(ctx, "jobplane-cron", metav1.GetOptions{})
 			if err != nil {
@@ -186,17 +181,7 @@ func TestTheCronControllersRolesAreExactlyWhatItUses(t *testing.T) {
 			return err
 		}},
 	}
-	probe := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		var errs []error
-		for _, step := range steps {
-			if err := step.do(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", step.what, err))
-			}
-		}
-		return errors.Join(errs...)
-	}
+	probe := kubetest.ProbeSteps(steps, 5*time.Second)
 	for _, role := range []struct{ namespace, name string }{{"", "jobplane-cron-controller"}, {"jobplane-system", "jobplane-cron-leader"}} {
 		if unneeded := apiserver.EachPermissionIsNeeded(t, role.namespace, role.name, 5*time.Second, probe); len(unneeded) > 0 {
 			t.Errorf("%s grants what cron does not use: %v", role.name, unneeded)
@@ -228,11 +213,8 @@ func TestTheCronDropInRoleIsExactlyWhatItUses(t *testing.T) {
 	}
 	cronJobs := kube.BatchV1().CronJobs(namespace)
 	dryRun := []string{metav1.DryRunAll}
-	steps := []struct {
-		what string
-		do   func(context.Context) error
-	}{
-		{"list and watch batch/v1 CronJobs", func(ctx context.Context) error {
+	steps := []kubetest.Step{
+		{What: "list and watch batch/v1 CronJobs", Do: func(ctx context.Context) error {
 			list, err := kube.BatchV1().CronJobs("").List(ctx, metav1.ListOptions{Limit: 1})
 			if err != nil {
 				return err
@@ -243,11 +225,11 @@ func TestTheCronDropInRoleIsExactlyWhatItUses(t *testing.T) {
 			}
 			return err
 		}},
-		{"read a batch/v1 CronJob", func(ctx context.Context) error {
+		{What: "read a batch/v1 CronJob", Do: func(ctx context.Context) error {
 			_, err := cronJobs.Get(ctx, "nightly", metav1.GetOptions{})
 			return err
 		}},
-		{"write its status and state annotation", func(ctx context.Context) error {
+		{What: "write its status and state annotation", Do: func(ctx context.Context) error {
 			fresh, err := apiserver.Client.BatchV1().CronJobs(namespace).Get(ctx, "nightly", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -256,7 +238,7 @@ func TestTheCronDropInRoleIsExactlyWhatItUses(t *testing.T) {
 			_, err = cronJobs.UpdateStatus(ctx, fresh, metav1.UpdateOptions{DryRun: dryRun})
 			return err
 		}},
-		{"write its state annotation on the CronJob itself", func(ctx context.Context) error {
+		{What: "write its state annotation on the CronJob itself", Do: func(ctx context.Context) error {
 			fresh, err := apiserver.Client.BatchV1().CronJobs(namespace).Get(ctx, "nightly", metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -264,7 +246,7 @@ func TestTheCronDropInRoleIsExactlyWhatItUses(t *testing.T) {
 			_, err = cronJobs.Update(ctx, fresh, metav1.UpdateOptions{DryRun: dryRun})
 			return err
 		}},
-		{"create a run's Job owned by the batch/v1 CronJob (SubmitJob, as cron)", func(ctx context.Context) error {
+		{What: "create a run's Job owned by the batch/v1 CronJob (SubmitJob, as cron)", Do: func(ctx context.Context) error {
 			job := &batchv1.Job{
 				ObjectMeta: metav1.ObjectMeta{Name: "nightly-29922375", Namespace: namespace, OwnerReferences: []metav1.OwnerReference{{
 					APIVersion: "batch/v1", Kind: "CronJob", Name: stored.Name, UID: stored.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
@@ -274,17 +256,7 @@ func TestTheCronDropInRoleIsExactlyWhatItUses(t *testing.T) {
 			return err
 		}},
 	}
-	probe := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		var errs []error
-		for _, step := range steps {
-			if err := step.do(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", step.what, err))
-			}
-		}
-		return errors.Join(errs...)
-	}
+	probe := kubetest.ProbeSteps(steps, 5*time.Second)
 	if unneeded := apiserver.EachPermissionIsNeeded(t, "", "jobplane-cron-drop-in", 5*time.Second, probe); len(unneeded) > 0 {
 		t.Errorf("jobplane-cron-drop-in grants what cron does not use: %v", unneeded)
 	}

@@ -2,8 +2,6 @@ package svc_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -77,20 +75,17 @@ func TestTheExecutorsRolesAreExactlyWhatItUses(t *testing.T) {
 	}
 
 	dryRun := []string{metav1.DryRunAll}
-	steps := []struct {
-		what string
-		do   func(context.Context) error
-	}{
+	steps := []kubetest.Step{
 		// The gRPC API.
-		{"SubmitJob by a ServiceAccount (token)", func(ctx context.Context) error {
+		{What: "SubmitJob by a ServiceAccount (token)", Do: func(ctx context.Context) error {
 			_, err := s.api.SubmitJob(as(aliceToken), &jobplanev1.SubmitJobRequest{Job: contractJob(t, "team-a", "alices")})
 			return err
 		}},
-		{"SubmitJob by a user (client certificate)", func(ctx context.Context) error {
+		{What: "SubmitJob by a user (client certificate)", Do: func(ctx context.Context) error {
 			_, err := carol.SubmitJob(ctx, &jobplanev1.SubmitJobRequest{Job: contractJob(t, "team-a", "carols")})
 			return err
 		}},
-		{"WatchJobs", func(context.Context) error {
+		{What: "WatchJobs", Do: func(context.Context) error {
 			// Closed once it answered: a caller keeps at most so many
 			// streams open (-max-streams-per-caller).
 			ctx, cancel := context.WithCancel(as(aliceToken))
@@ -101,32 +96,32 @@ func TestTheExecutorsRolesAreExactlyWhatItUses(t *testing.T) {
 			}
 			return err
 		}},
-		{"DeleteJob's read", func(ctx context.Context) error {
+		{What: "DeleteJob's read", Do: func(ctx context.Context) error {
 			_, err := executor.BatchV1().Jobs("team-a").Get(ctx, j.Name, metav1.GetOptions{})
 			return err
 		}},
-		{"DeleteJob's delete", func(ctx context.Context) error {
+		{What: "DeleteJob's delete", Do: func(ctx context.Context) error {
 			return executor.BatchV1().Jobs("team-a").Delete(ctx, j.Name, metav1.DeleteOptions{DryRun: dryRun, Preconditions: &metav1.Preconditions{UID: &j.UID}})
 		}},
 		// The informers: Jobs and pods of every namespace.
-		{"list and watch Jobs", func(ctx context.Context) error { return listAndWatch(ctx, executor, "jobs") }},
-		{"list and watch pods", func(ctx context.Context) error { return listAndWatch(ctx, executor, "pods") }},
+		{What: "list and watch Jobs", Do: func(ctx context.Context) error { return listAndWatch(ctx, executor, "jobs") }},
+		{What: "list and watch pods", Do: func(ctx context.Context) error { return listAndWatch(ctx, executor, "pods") }},
 		// The namespaces' weights (-namespace-weight-annotations).
-		{"list and watch namespaces", func(ctx context.Context) error { return listAndWatch(ctx, executor, "namespaces") }},
+		{What: "list and watch namespaces", Do: func(ctx context.Context) error { return listAndWatch(ctx, executor, "namespaces") }},
 		// The plan's actions.
-		{"create a pod", func(ctx context.Context) error {
+		{What: "create a pod", Do: func(ctx context.Context) error {
 			_, err := executor.CoreV1().Pods("team-a").Create(ctx, pod, metav1.CreateOptions{DryRun: dryRun})
 			return err
 		}},
-		{"remove a pod's finalizer", func(ctx context.Context) error {
+		{What: "remove a pod's finalizer", Do: func(ctx context.Context) error {
 			_, err := executor.CoreV1().Pods("team-a").Patch(ctx, existingPod.Name, types.StrategicMergePatchType,
 				[]byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["`+plan.DefaultTrackingFinalizer+`"]}}`), metav1.PatchOptions{DryRun: dryRun})
 			return err
 		}},
-		{"delete a pod", func(ctx context.Context) error {
+		{What: "delete a pod", Do: func(ctx context.Context) error {
 			return executor.CoreV1().Pods("team-a").Delete(ctx, existingPod.Name, metav1.DeleteOptions{DryRun: dryRun, Preconditions: &metav1.Preconditions{UID: &existingPod.UID}})
 		}},
-		{"write the Job's status", func(ctx context.Context) error {
+		{What: "write the Job's status", Do: func(ctx context.Context) error {
 			fresh, err := kube.BatchV1().Jobs("team-a").Get(ctx, j.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -135,22 +130,22 @@ func TestTheExecutorsRolesAreExactlyWhatItUses(t *testing.T) {
 			_, err = executor.BatchV1().Jobs("team-a").UpdateStatus(ctx, fresh, metav1.UpdateOptions{DryRun: dryRun})
 			return err
 		}},
-		{"record an event", func(ctx context.Context) error {
+		{What: "record an event", Do: func(ctx context.Context) error {
 			_, err := executor.CoreV1().Events("team-a").Create(ctx, event, metav1.CreateOptions{DryRun: dryRun})
 			return err
 		}},
-		{"count a repeated event", func(ctx context.Context) error {
+		{What: "count a repeated event", Do: func(ctx context.Context) error {
 			_, err := executor.CoreV1().Events("team-a").Patch(ctx, existingEvent.Name, types.StrategicMergePatchType,
 				[]byte(`{"count":2}`), metav1.PatchOptions{DryRun: dryRun})
 			return err
 		}},
 		// Drop-in mode's probe for the built-in Job controller.
-		{"create the drop-in probe Job", func(ctx context.Context) error {
+		{What: "create the drop-in probe Job", Do: func(ctx context.Context) error {
 			_, err := executor.BatchV1().Jobs("jobplane-system").Create(ctx, dropInProbe(), metav1.CreateOptions{DryRun: dryRun})
 			return err
 		}},
 		// Leader election.
-		{"hold the Lease", func(ctx context.Context) error {
+		{What: "hold the Lease", Do: func(ctx context.Context) error {
 			leases := executor.CoordinationV1().Leases("jobplane-system")
 			held, err := leases.Get(ctx, "jobplane-executor", metav1.GetOptions{})
 			if err != nil {
@@ -165,17 +160,7 @@ func TestTheExecutorsRolesAreExactlyWhatItUses(t *testing.T) {
 			return err
 		}},
 	}
-	probe := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		var errs []error
-		for _, step := range steps {
-			if err := step.do(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", step.what, err))
-			}
-		}
-		return errors.Join(errs...)
-	}
+	probe := kubetest.ProbeSteps(steps, 5*time.Second)
 
 	// Within the caches' TTL plus the API server's own RBAC propagation.
 	within := authTTL + 3*time.Second
