@@ -36,7 +36,7 @@ import (
 //     proto.Unmarshal does: the codec checks the encoded strings itself
 //     (validUTF8), so that both refuse the same inputs.
 //
-// A service may decode a message type its own way (RegisterDecoder).
+// A service may decode a request its own way (WireUnmarshaler).
 type deterministicCodec struct{}
 
 var _ encoding.CodecV2 = deterministicCodec{}
@@ -326,13 +326,6 @@ func (deterministicCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
-	if decode, ok := decoders.Load(m.ProtoReflect().Descriptor().FullName()); ok {
-		proto.Reset(m)
-		if err := decode.(decoder)(buf.ReadOnlyData(), m); err != nil {
-			return err
-		}
-		return validUTF8(buf.ReadOnlyData(), m.ProtoReflect().Descriptor())
-	}
 	// UnmarshalVT copies strings and bytes out of the buffer, which is
 	// freed on return.
 	return Unmarshal(buf.ReadOnlyData(), m)
@@ -379,31 +372,6 @@ type WireUnmarshaler interface {
 }
 
 func (deterministicCodec) Name() string { return "proto" }
-
-// decoder decodes b into m, a message of the type it was registered for.
-type decoder func(b []byte, m proto.Message) error
-
-// decoders are the registered decoders by message type
-// (protoreflect.FullName).
-var decoders sync.Map
-
-// RegisterDecoder makes the codec decode the messages of M's type with
-// decode instead of vtprotobuf's UnmarshalVT, in this process, on servers
-// and clients: for a service that knows how its messages are best held (a
-// request's pods, say, kept long after the request). decode gets an empty
-// message and bytes that are freed once it returns, so nothing it decodes
-// may alias them; it must decode what UnmarshalVT decodes and fail where it
-// fails. The codec still checks the UTF-8 of the strings (validUTF8).
-func RegisterDecoder[M proto.Message](decode func(b []byte, m M) error) {
-	var zero M
-	decoders.Store(zero.ProtoReflect().Descriptor().FullName(), decoder(func(b []byte, m proto.Message) error {
-		typed, ok := m.(M)
-		if !ok {
-			return fmt.Errorf("cannot decode %T as %T", m, zero)
-		}
-		return decode(b, typed)
-	}))
-}
 
 // errInvalidUTF8 is what the codec answers for a proto3 string that is not
 // valid UTF-8, as proto.Unmarshal does.

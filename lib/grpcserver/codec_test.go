@@ -170,36 +170,3 @@ func TestCodecRefusesInvalidUTF8(t *testing.T) {
 		})
 	}
 }
-
-// A registered decoder decodes its message type, into an empty message,
-// and the codec still refuses what it decoded when a string is not UTF-8.
-func TestCodecDecodesWithRegisteredDecoder(t *testing.T) {
-	calls := 0
-	// ValidateJobRequest: no other test of the package decodes it.
-	RegisterDecoder(func(b []byte, m *jobplanev1.ValidateJobRequest) error {
-		calls++
-		if m.GetJob() != nil {
-			t.Error("the decoder got a message not reset")
-		}
-		return m.UnmarshalVT(b)
-	})
-	want := &jobplanev1.ValidateJobRequest{Job: &jobplanev1.Job{Metadata: &jobplanev1.ObjectMeta{Name: "@@"}}}
-	b, err := proto.Marshal(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := &jobplanev1.ValidateJobRequest{Job: &jobplanev1.Job{}}
-	if err := Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, got); err != nil {
-		t.Fatal(err)
-	}
-	if calls != 1 || !proto.Equal(got, want) {
-		t.Fatalf("decoded %v in %d calls of the decoder, want %v in 1", got, calls, want)
-	}
-	b = bytes.Replace(b, []byte("@@"), []byte("\xc3\x28"), 1)
-	if err := Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &jobplanev1.ValidateJobRequest{}); err == nil {
-		t.Fatal("the codec accepted invalid UTF-8 from a registered decoder")
-	}
-	if calls != 2 {
-		t.Fatalf("%d calls of the decoder, want 2", calls)
-	}
-}

@@ -188,8 +188,8 @@ func TestRequestsCarryNoPodLabels(t *testing.T) {
 	}
 }
 
-// checkWireRequest checks that the snapshot's WireRequest is the encoding
-// of the request want.
+// checkWireRequest checks that the snapshot's WireRequest and WirePlanSync
+// are the encodings of the request want, streamed and unary.
 func checkWireRequest(t *testing.T, s *Snapshot, id string, want *jobplanev1.PlanSyncRequest) {
 	t.Helper()
 	w, err := s.WireRequest(id)
@@ -202,6 +202,17 @@ func checkWireRequest(t *testing.T, s *Snapshot, id string, want *jobplanev1.Pla
 	}
 	if got := bytes.Join(w.parts, nil); !bytes.Equal(got, b) {
 		t.Fatalf("WireRequest wrote\n%q\nthe request encodes as\n%q", got, b)
+	}
+	u, err := s.WirePlanSync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = proto.MarshalOptions{Deterministic: true}.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.Join(u.parts, nil); !bytes.Equal(got, b) {
+		t.Fatalf("WirePlanSync wrote\n%q\nthe request encodes as\n%q", got, b)
 	}
 }
 

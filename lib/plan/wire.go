@@ -41,10 +41,24 @@ func (w *WireRequest) Size() int {
 
 // WireRequest is the snapshot in full as the StreamPlanSync request id.
 func (s *Snapshot) WireRequest(id string) (*WireRequest, error) {
+	return s.wireFull(id, true)
+}
+
+// WirePlanSync is the snapshot as a PlanSync request (unary).
+func (s *Snapshot) WirePlanSync() (*WireRequest, error) {
+	return s.wireFull("", false)
+}
+
+// wireFull is the snapshot in full, as the StreamPlanSync request id when
+// streamed, else as a PlanSync request.
+func (s *Snapshot) wireFull(id string, streamed bool) (*WireRequest, error) {
 	req := newRequest(s.Job, s.State, s.Now, s.Finalizer)
 	// Fields in number order: the Job (1), the pods (2), the others.
 	job, rest := &jobplanev1.PlanSyncRequest{Job: req.Job}, req
 	rest.Job = nil
+	if !streamed {
+		return wireMessage(job, requestPods, s.Pods, rest)
+	}
 	return wireRequest(id, streamRequestRequest, job, requestPods, s.Pods, rest)
 }
 
@@ -58,9 +72,25 @@ func (s *Snapshot) WireDelta(id string, base *Sent) (*WireRequest, error) {
 	return wireRequest(id, streamRequestDelta, head, deltaUpsertedPods, upserted, d)
 }
 
-// wireRequest encodes the stream request id whose field num holds a message
-// of head's fields, the pods in field podsNum, then tail's fields.
+// wireRequest encodes the stream request id whose field num holds the
+// message wireMessage encodes.
 func wireRequest(id string, num protowire.Number, head proto.Message, podsNum protowire.Number, pods []*corev1.Pod, tail proto.Message) (*WireRequest, error) {
+	msg, err := wireMessage(head, podsNum, pods, tail)
+	if err != nil {
+		return nil, err
+	}
+	var top []byte
+	if id != "" {
+		top = protowire.AppendString(protowire.AppendTag(top, streamRequestID, protowire.BytesType), id)
+	}
+	top = protowire.AppendTag(top, num, protowire.BytesType)
+	top = protowire.AppendVarint(top, uint64(msg.Size()))
+	return &WireRequest{parts: append([][]byte{top}, msg.parts...)}, nil
+}
+
+// wireMessage encodes a message of head's fields, the pods in field
+// podsNum, then tail's fields.
+func wireMessage(head proto.Message, podsNum protowire.Number, pods []*corev1.Pod, tail proto.Message) (*WireRequest, error) {
 	deterministic := proto.MarshalOptions{Deterministic: true}
 	h, err := deterministic.Marshal(head)
 	if err != nil {
@@ -74,11 +104,5 @@ func wireRequest(id string, num protowire.Number, head proto.Message, podsNum pr
 	for _, pod := range pods {
 		p = kubeconv.AppendPod(p, podsNum, pod, false)
 	}
-	var top []byte
-	if id != "" {
-		top = protowire.AppendString(protowire.AppendTag(top, streamRequestID, protowire.BytesType), id)
-	}
-	top = protowire.AppendTag(top, num, protowire.BytesType)
-	top = protowire.AppendVarint(top, uint64(len(h)+len(p)+len(t)))
-	return &WireRequest{parts: [][]byte{top, h, p, t}}, nil
+	return &WireRequest{parts: [][]byte{h, p, t}}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"runtime"
 
-	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/featuregates"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/services/planner/internal/engine"
@@ -46,7 +45,7 @@ func main() {
 			if b := cfg.PodFailureBackoff; b.Initial <= 0 || b.Max < b.Initial {
 				return fmt.Errorf("-pod-failure-backoff %s and -max-pod-failure-backoff %s: the first must be positive and the second no shorter", b.Initial, b.Max)
 			}
-			srv.RegisterService(&jobplanev1.PlannerService_ServiceDesc, svc.NewPlannerServiceWith(cfg))
+			srv.RegisterService(&svc.ServiceDesc, svc.NewPlannerServiceWith(cfg))
 			return nil
 		},
 	}.Main()

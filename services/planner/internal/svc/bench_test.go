@@ -68,7 +68,7 @@ func benchRequest(b *testing.B) *jobplanev1.PlanSyncRequest {
 // implementation and returns a client.
 func serve(b *testing.B, impl jobplanev1.PlannerServiceServer) jobplanev1.PlannerServiceClient {
 	srv := grpctest.StartTCP(b, func(s *grpcserver.Server) {
-		s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, impl)
+		s.RegisterService(&svc.ServiceDesc, impl)
 	})
 	return jobplanev1.NewPlannerServiceClient(srv.Conn)
 }

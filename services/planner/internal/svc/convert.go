@@ -21,27 +21,18 @@ import (
 	"github.com/jobplane/jobplane/services/planner/internal/validation"
 )
 
-// snapshotFromRequest checks and converts a PlanSync request for the
-// engine, with the API server's defaults applied to the Job; release
-// recycles the snapshot's pods once the plan is converted.
-func snapshotFromRequest(req *jobplanev1.PlanSyncRequest) (s *engine.Snapshot, release func(), err error) {
-	pods := make([]*corev1.Pod, len(req.GetPods()))
-	slab, release := podSlab(len(req.GetPods()))
-	c := podConverter(len(pods))
-	for i, p := range req.GetPods() {
-		c.IntoKube(p, &slab[i])
-		pods[i] = &slab[i]
-	}
+// snapshotFromRequest checks a PlanSync request, whose pods are pods, and
+// converts it for the engine, with the API server's defaults applied to the
+// Job.
+func snapshotFromRequest(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod) (*engine.Snapshot, error) {
 	if err := apierr.Invalid("invalid PlanSync snapshot", validation.Snapshot(req, pods)); err != nil {
-		release()
-		return nil, nil, err
+		return nil, err
 	}
 	job, err := jobFromProto(req.GetJob())
 	if err != nil {
-		release()
-		return nil, nil, invalidTemplateSpec("invalid PlanSync snapshot", field.NewPath("job"), err)
+		return nil, invalidTemplateSpec("invalid PlanSync snapshot", field.NewPath("job"), err)
 	}
-	return engineSnapshot(job, pods, req), release, nil
+	return engineSnapshot(job, pods, req), nil
 }
 
 // convertPods converts pods for the sync: together (one array, parts in

@@ -63,7 +63,7 @@ func TestFuzzCorpus(t *testing.T) {
 	}
 	planned := 0
 	for name, req := range corpusRequests(t) {
-		if _, err := planSync(req, syncSettings{}); err == nil && strings.HasPrefix(name, "sim-") {
+		if _, err := planRequest(req, syncSettings{}); err == nil && strings.HasPrefix(name, "sim-") {
 			planned++
 		} else if err != nil && strings.HasPrefix(name, "sim-") {
 			t.Errorf("%s: a simulated snapshot is refused: %v", name, err)
@@ -110,7 +110,7 @@ func corpusRequests(t testing.TB) map[string]*jobplanev1.PlanSyncRequest {
 func TestPodLabelsDoNotChangeThePlan(t *testing.T) {
 	labelled := 0
 	for name, req := range corpusRequests(t) {
-		want, wantErr := planSync(req, syncSettings{})
+		want, wantErr := planRequest(req, syncSettings{})
 		stripped := proto.Clone(req).(*jobplanev1.PlanSyncRequest)
 		for _, p := range stripped.GetPods() {
 			if len(p.GetMetadata().GetLabels()) > 0 {
@@ -120,7 +120,7 @@ func TestPodLabelsDoNotChangeThePlan(t *testing.T) {
 				p.Metadata.Labels = nil
 			}
 		}
-		got, gotErr := planSync(stripped, syncSettings{})
+		got, gotErr := planRequest(stripped, syncSettings{})
 		if (wantErr == nil) != (gotErr == nil) || !proto.Equal(got, want) {
 			t.Errorf("%s: the plan without the pods' labels differs (%v, %v)", name, gotErr, wantErr)
 		}

@@ -71,7 +71,7 @@ func deterministic(t testing.TB, m proto.Message) []byte {
 
 // fullPlan is the plan of req planned alone (PlanSync), or its error.
 func fullPlan(t testing.TB, req *jobplanev1.PlanSyncRequest) ([]byte, error) {
-	resp, err := planSync(req, syncSettings{})
+	resp, err := planRequest(req, syncSettings{})
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +327,7 @@ func TestSnapshotsAreEvictedLeastRecentlyUsedFirstWithinTheBound(t *testing.T) {
 func TestStreamEndDropsItsSnapshots(t *testing.T) {
 	impl := NewPlannerServiceWith(Config{StreamSnapshotMaxPods: 1000})
 	srv := grpctest.Start(t, func(s *grpcserver.Server) {
-		s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, impl)
+		s.RegisterService(&ServiceDesc, impl)
 	})
 	c := jobplanev1.NewPlannerServiceClient(srv.Conn)
 	req := sizedRequest(t, "job-a", 12)
@@ -535,15 +535,14 @@ func TestTheConfiguredSettingsArePlanned(t *testing.T) {
 			req := (&plan.Snapshot{Job: s.Job, Pods: s.Pods, Now: s.Now, Finalizer: s.TrackingFinalizer,
 				State: plan.State{Expectations: s.Expectations, FinalizerRemovalsInFlight: s.FinalizerRemovalsInFlight, Backoff: s.Backoff}}).Request()
 			clone := func() *jobplanev1.PlanSyncRequest { return proto.Clone(req).(*jobplanev1.PlanSyncRequest) }
-			snap, release, err := snapshotFromRequest(clone())
+			snap, err := snapshotFromRequest(clone(), convertPods(req.GetPods(), false))
 			if err != nil {
 				return
 			}
 			fast.apply(snap)
 			want := deterministic(t, &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(engine.Sync(snap))})
-			release()
 
-			unary, err := planSync(clone(), fast)
+			unary, err := planRequest(clone(), fast)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -558,7 +557,7 @@ func TestTheConfiguredSettingsArePlanned(t *testing.T) {
 					t.Fatalf("%s, seed %d: the plan is not the engine's with the configured backoff", what, seed)
 				}
 			}
-			if reference, err := planSync(clone(), syncSettings{}); err == nil && !bytes.Equal(deterministic(t, reference), want) {
+			if reference, err := planRequest(clone(), syncSettings{}); err == nil && !bytes.Equal(deterministic(t, reference), want) {
 				differ++
 			}
 		})

@@ -41,14 +41,14 @@ func FuzzPlanSync(f *testing.F) {
 		if err := proto.Unmarshal(data, req); err != nil {
 			return
 		}
-		first, err := planSync(req, syncSettings{})
+		first, err := planRequest(req, syncSettings{})
 		if err != nil {
 			if status.Code(err) != codes.InvalidArgument {
 				t.Fatalf("refused with %v, want InvalidArgument", err)
 			}
 			return
 		}
-		second, err := planSync(req, syncSettings{})
+		second, err := planRequest(req, syncSettings{})
 		if err != nil || !proto.Equal(first, second) {
 			t.Fatalf("the same request planned twice differs: %v", err)
 		}

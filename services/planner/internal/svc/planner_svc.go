@@ -6,8 +6,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -64,17 +67,82 @@ func NewPlannerServiceWith(cfg Config) *PlannerService {
 		settings: syncSettings{backoff: cfg.PodFailureBackoff, features: cfg.Features}}
 }
 
-// PlanSync plans one sync of a Job.
-func (s *PlannerService) PlanSync(_ context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
-	return planSync(req, s.settings)
+// ServiceDesc is the planner's service as generated, but for PlanSync's
+// handler: it decodes the request's pods straight into Kubernetes pods
+// (unaryRequest), where the generated one decodes them into messages that
+// PlanSync then converts. Register the service with it.
+var ServiceDesc = serviceDesc()
+
+func serviceDesc() grpc.ServiceDesc {
+	desc := jobplanev1.PlannerService_ServiceDesc
+	desc.Methods = slices.Clone(desc.Methods)
+	for i, m := range desc.Methods {
+		if m.MethodName == "PlanSync" {
+			desc.Methods[i].Handler = planSyncHandler(m.Handler)
+		}
+	}
+	return desc
 }
 
-func planSync(req *jobplanev1.PlanSyncRequest, settings syncSettings) (*jobplanev1.PlanSyncResponse, error) {
-	snap, release, err := snapshotFromRequest(req)
+// planSyncHandler is the generated handler of PlanSync with the request
+// decoded into a unaryRequest. The interceptors see its message, without
+// its pods. Another implementation than PlannerService (a test's) gets the
+// generated handler.
+func planSyncHandler(generated grpc.MethodHandler) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+		s, ok := srv.(*PlannerService)
+		if !ok {
+			return generated(srv, ctx, dec, interceptor)
+		}
+		return s.planSyncDecoded(ctx, dec, interceptor)
+	}
+}
+
+// planSyncDecoded is PlanSync's handler for the request that dec decodes.
+func (s *PlannerService) planSyncDecoded(ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	in := &unaryRequest{}
+	defer in.release()
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	handler := func(ctx context.Context, req any) (any, error) {
+		if msg := req.(*jobplanev1.PlanSyncRequest); msg != in.msg { // an interceptor's own
+			return s.PlanSync(ctx, msg)
+		}
+		return planSync(in.msg, in.pods, s.settings)
+	}
+	if interceptor == nil {
+		return handler(ctx, in.msg)
+	}
+	return interceptor(ctx, in.msg, &grpc.UnaryServerInfo{Server: s, FullMethod: jobplanev1.PlannerService_PlanSync_FullMethodName}, handler)
+}
+
+// PlanSync plans one sync of a Job. The server calls it only through
+// ServiceDesc's handler when registered with the generated description.
+func (s *PlannerService) PlanSync(_ context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.PlanSyncResponse, error) {
+	return planRequest(req, s.settings)
+}
+
+// planRequest plans the sync of a request decoded into its message, its
+// pods converted.
+func planRequest(req *jobplanev1.PlanSyncRequest, settings syncSettings) (*jobplanev1.PlanSyncResponse, error) {
+	slab, release := podSlab(len(req.GetPods()))
+	defer release()
+	pods := make([]*corev1.Pod, len(slab))
+	c := podConverter(len(pods))
+	for i, p := range req.GetPods() {
+		c.IntoKube(p, &slab[i])
+		pods[i] = &slab[i]
+	}
+	return planSync(req, pods, settings)
+}
+
+// planSync plans the sync of req, whose pods are pods.
+func planSync(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod, settings syncSettings) (*jobplanev1.PlanSyncResponse, error) {
+	snap, err := snapshotFromRequest(req, pods)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
 	settings.apply(snap)
 	return &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(engine.Sync(snap))}, nil
 }

@@ -30,7 +30,7 @@ import (
 
 func client(t testing.TB) jobplanev1.PlannerServiceClient {
 	srv := grpctest.Start(t, func(s *grpcserver.Server) {
-		s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, svc.NewPlannerService())
+		s.RegisterService(&svc.ServiceDesc, svc.NewPlannerService())
 	})
 	return jobplanev1.NewPlannerServiceClient(srv.Conn)
 }

@@ -45,7 +45,8 @@ func wire(w *plan.WireRequest, err error) *plan.WireRequest {
 // encoding the request from the Kubernetes objects (plan.Snapshot's
 // WireRequest or WireDelta, as plannerclient does), the call (server
 // decoding, engine, response marshal, client unmarshal) and reading the
-// plan (plan.FromProto). mode=full sends every sync in full (the Job after 1% of its pods succeeded); mode=
+// plan (plan.FromProto). mode=full sends every sync in full (the Job after
+// 1% of its pods succeeded); mode=unary the same by unary PlanSync; mode=
 // delta-P% alternates between the Job before and after P% of its pods
 // succeeded (and a new resourceVersion of the Job, as after a status write),
 // each sync a delta against the one before. Allocations count both sides.
@@ -66,7 +67,7 @@ func BenchmarkScale(b *testing.B) {
 	srv := grpctest.StartWith(b, grpctest.Options{
 		Dial: []grpc.DialOption{grpc.WithDefaultCallOptions(grpcserver.CallCodec())},
 	}, func(s *grpcserver.Server) {
-		s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, NewPlannerService())
+		s.RegisterService(&ServiceDesc, NewPlannerService())
 	})
 	c := jobplanev1.NewPlannerServiceClient(srv.Conn)
 	for _, n := range sizes {
@@ -75,7 +76,7 @@ func BenchmarkScale(b *testing.B) {
 			name    string
 			percent int
 			delta   bool
-		}{{"full", 1, false}, {"delta-1%", 1, true}, {"delta-10%", 10, true}} {
+		}{{"full", 1, false}, {"unary", 1, false}, {"delta-1%", 1, true}, {"delta-10%", 10, true}} {
 			changed, _ := scalestate.Changed(base, n*mode.percent/100)
 			job := changed.Job.DeepCopy()
 			job.ResourceVersion = "1001"
@@ -90,6 +91,13 @@ func BenchmarkScale(b *testing.B) {
 				var sent *plan.Sent
 				next := 0
 				call := func(msg *plan.WireRequest) (*jobplanev1.SyncPlan, int) {
+					if mode.name == "unary" {
+						resp := &jobplanev1.PlanSyncResponse{}
+						if err := srv.Conn.Invoke(context.Background(), jobplanev1.PlannerService_PlanSync_FullMethodName, msg, resp); err != nil {
+							b.Fatal(err)
+						}
+						return resp.GetPlan(), proto.Size(resp)
+					}
 					if err := stream.SendMsg(msg); err != nil {
 						b.Fatal(err)
 					}
@@ -112,10 +120,13 @@ func BenchmarkScale(b *testing.B) {
 					next++
 					id := strconv.Itoa(next)
 					var msg *plan.WireRequest
-					if mode.delta {
+					switch {
+					case mode.delta:
 						msg = wire(states[i%2].WireDelta(id, sent))
 						sent.ID = id
-					} else {
+					case mode.name == "unary":
+						msg = wire(states[0].WirePlanSync())
+					default:
 						msg = wire(states[0].WireRequest(id))
 					}
 					p, size := call(msg)

@@ -1,7 +1,6 @@
 package svc
 
 import (
-	"bytes"
 	"errors"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -14,13 +13,11 @@ import (
 )
 
 // The planner's requests hold up to 100,000 pods, whose strings vtprotobuf's
-// UnmarshalVT copies one by one: most of the cost of decoding them. The
-// codec decodes them here instead: PlanSync's requests with
-// decodePlanSyncRequest, StreamPlanSync's into a streamRequest, their pods
-// straight into Kubernetes pods.
-func init() {
-	grpcserver.RegisterDecoder(decodePlanSyncRequest)
-}
+// UnmarshalVT copies one by one, into messages the planner then converts:
+// most of the cost of a sync. The planner decodes them itself instead (the
+// codec's WireUnmarshaler): PlanSync's requests into a unaryRequest
+// (ServiceDesc), StreamPlanSync's into a streamRequest, their pods straight
+// into Kubernetes pods.
 
 // The fields holding pods, and the messages holding them.
 const (
@@ -30,22 +27,71 @@ const (
 	streamPlanSyncRequestDelta   protowire.Number = 3 // StreamPlanSyncRequest.delta
 )
 
-// decodePlanSyncRequest decodes b into m as UnmarshalVT does, but each pod
-// from its own copy of its bytes, which its strings alias (UnmarshalVTUnsafe):
-// one allocation per pod for its strings rather than one per string, and a
-// pod kept (the snapshot bases keep the converted pods, whose strings are
-// the pod's) pins its own bytes, not the request's. The other fields are
-// decoded with UnmarshalVT, which copies, run by run in wire order: it
-// merges into m, so that is decoding them together. Inputs the walk does not
-// read as UnmarshalVT does are left to UnmarshalVT whole.
-func decodePlanSyncRequest(b []byte, m *jobplanev1.PlanSyncRequest) error {
+// fullPods decodes the pods of a full snapshot together: into one array
+// (podSlab), their strings views of the request's bytes.
+type fullPods struct {
+	decoder *podwire.Decoder
+	slab    []corev1.Pod
+	pods    []*corev1.Pod
+	// release gives back the array.
+	release func()
+}
+
+func newFullPods(n int) *fullPods {
+	slab, release := podSlab(n)
+	return &fullPods{decoder: podwire.NewDecoder(n), slab: slab, pods: make([]*corev1.Pod, 0, n), release: release}
+}
+
+// decode merges b, an encoded PlanSyncRequest whose pods were counted, into
+// m, its pods into p.pods.
+func (p *fullPods) decode(b []byte, m *jobplanev1.PlanSyncRequest) error {
+	return eachField(b, isPlanSyncRequestPods, unmarshalRun(m), func(_ protowire.Number, v []byte) error {
+		pod := &p.slab[len(p.pods)]
+		p.pods = append(p.pods, pod)
+		return p.decoder.DecodeShared(v, pod)
+	})
+}
+
+// unaryRequest is a PlanSync request as the planner decodes it: the
+// message, whose pods are not read, and its pods as Kubernetes pods.
+type unaryRequest struct {
+	msg  *jobplanev1.PlanSyncRequest
+	pods []*corev1.Pod
+	// releasePods gives back the array of pods (podSlab); nil when there
+	// is none.
+	releasePods func()
+}
+
+var _ grpcserver.WireUnmarshaler = (*unaryRequest)(nil)
+
+// UnmarshalWire decodes an encoded PlanSyncRequest, which it keeps: its
+// pods straight into Kubernetes pods (podwire), the other fields as the
+// codec decodes them. It decodes what the codec and podConverter make of
+// the message, and fails where the codec fails.
+func (r *unaryRequest) UnmarshalWire(b []byte) error {
 	var n podCounts
-	if !n.request(b) {
-		return m.UnmarshalVT(b)
+	if !n.request(b) { // left to the codec, whole
+		m := &jobplanev1.PlanSyncRequest{}
+		if err := grpcserver.Unmarshal(b, m); err != nil {
+			return err
+		}
+		*r = unaryRequest{msg: m, pods: convertPods(m.GetPods(), true)}
+		return nil
 	}
-	d := newPodDecoder(n.total())
-	m.Pods = make([]*jobplanev1.Pod, 0, n.requestPods)
-	return d.request(b, m)
+	full := newFullPods(n.requestPods)
+	*r = unaryRequest{msg: &jobplanev1.PlanSyncRequest{}, releasePods: full.release}
+	err := full.decode(b, r.msg)
+	r.pods = full.pods
+	return err
+}
+
+// release gives back the array of the request's pods: nothing may use them
+// after.
+func (r *unaryRequest) release() {
+	if r.releasePods != nil {
+		r.releasePods()
+		r.releasePods = nil
+	}
 }
 
 // streamRequest is a StreamPlanSync request as the planner decodes it:
@@ -88,22 +134,18 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 	// A full snapshot's pods are kept together, in one array, their strings
 	// views of b, the request's bytes (the codec's copy); a delta's each
 	// alone (kept in a base, they would keep each other alive).
-	full, alone := podwire.NewDecoder(n.requestPods), podwire.NewDecoder(1)
-	slab, release := podSlab(n.requestPods)
-	r.releasePods = release
+	full, alone := newFullPods(n.requestPods), podwire.NewDecoder(1)
+	r.releasePods = full.release
 	return eachField(b, isRequestOrDelta, unmarshalRun(r.msg), func(num protowire.Number, v []byte) error {
 		// The field may appear more than once: its messages merge, as
 		// UnmarshalVT merges them.
 		if num == streamPlanSyncRequestRequest {
 			if r.msg.Request == nil {
 				r.msg.Request = &jobplanev1.PlanSyncRequest{}
-				r.requestPods = make([]*corev1.Pod, 0, n.requestPods)
 			}
-			return eachField(v, isPlanSyncRequestPods, unmarshalRun(r.msg.Request), func(_ protowire.Number, v []byte) error {
-				p := &slab[len(r.requestPods)]
-				r.requestPods = append(r.requestPods, p)
-				return full.DecodeShared(v, p)
-			})
+			err := full.decode(v, r.msg.Request)
+			r.requestPods = full.pods
+			return err
 		}
 		if r.msg.Delta == nil {
 			r.msg.Delta = &jobplanev1.PlanSyncDelta{}
@@ -151,37 +193,6 @@ func isRequestOrDelta(num protowire.Number) bool {
 func isPlanSyncRequestPods(num protowire.Number) bool { return num == planSyncRequestPods }
 
 func isPlanSyncDeltaPods(num protowire.Number) bool { return num == planSyncDeltaUpsertedPods }
-
-// podDecoder decodes the pods of one request into Pod structs allocated
-// together, counted beforehand: one allocation rather than one per pod.
-type podDecoder struct {
-	pods []jobplanev1.Pod
-}
-
-func newPodDecoder(n int) *podDecoder {
-	return &podDecoder{pods: make([]jobplanev1.Pod, 0, n)}
-}
-
-// request merges b, an encoded PlanSyncRequest, into m.
-func (d *podDecoder) request(b []byte, m *jobplanev1.PlanSyncRequest) error {
-	return eachField(b, isPlanSyncRequestPods, m.UnmarshalVT, func(_ protowire.Number, v []byte) error {
-		p, err := d.pod(v)
-		m.Pods = append(m.Pods, p)
-		return err
-	})
-}
-
-// pod decodes b, an encoded Pod, from a copy of it that its strings alias.
-func (d *podDecoder) pod(b []byte) (*jobplanev1.Pod, error) {
-	var p *jobplanev1.Pod
-	if len(d.pods) < cap(d.pods) { // counted
-		d.pods = d.pods[:len(d.pods)+1]
-		p = &d.pods[len(d.pods)-1]
-	} else {
-		p = &jobplanev1.Pod{}
-	}
-	return p, p.UnmarshalVTUnsafe(bytes.Clone(b))
-}
 
 // errUnusual is what eachField answers for what it leaves to UnmarshalVT.
 var errUnusual = errors.New("encoding left to UnmarshalVT")
@@ -239,8 +250,6 @@ func eachField(b []byte, split func(protowire.Number) bool, rest func([]byte) er
 type podCounts struct {
 	requestPods, deltaPods int
 }
-
-func (c *podCounts) total() int { return c.requestPods + c.deltaPods }
 
 // request counts the pods of b, an encoded PlanSyncRequest; false when
 // eachField would not read it as UnmarshalVT does.
