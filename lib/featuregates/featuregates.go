@@ -14,17 +14,19 @@ import (
 // Job controller of v1.36 has them all on (GA, locked to their default); a
 // cluster emulating an older version (kube-controller-manager's
 // --emulated-version, as the reference's integration tests do) may have
-// some off, and jobplane follows (-feature-gates). The zero value is
-// v1.36's: every gate on.
+// some off, and jobplane follows (-feature-gates). WorkloadWithJob (alpha,
+// off by default) gives gang-schedulable Jobs their Workload and PodGroup.
+// The zero value is v1.36's defaults.
 type Features struct {
 	JobBackoffLimitPerIndexOff bool
 	JobManagedByOff            bool
 	JobPodReplacementPolicyOff bool
 	JobSuccessPolicyOff        bool
+	WorkloadWithJob            bool
 }
 
 // featureGates names the gates Features holds, as --feature-gates does.
-var featureGates = []string{"JobBackoffLimitPerIndex", "JobManagedBy", "JobPodReplacementPolicy", "JobSuccessPolicy"}
+var featureGates = []string{"JobBackoffLimitPerIndex", "JobManagedBy", "JobPodReplacementPolicy", "JobSuccessPolicy", "WorkloadWithJob"}
 
 // ParseFeatureGates reads kube-controller-manager's --feature-gates syntax
 // ("JobSuccessPolicy=false,JobManagedBy=true") for the gates the Job
@@ -52,6 +54,8 @@ func Parse(s string) (Features, error) {
 			f.JobPodReplacementPolicyOff = !on
 		case "JobSuccessPolicy":
 			f.JobSuccessPolicyOff = !on
+		case "WorkloadWithJob":
+			f.WorkloadWithJob = on
 		default:
 			return Features{}, fmt.Errorf("feature gate %q: the Job controller reads only %s", name, strings.Join(featureGates, ", "))
 		}

@@ -31,6 +31,7 @@ import (
 	"github.com/jobplane/jobplane/services/executor/internal/dropin"
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
+	"github.com/jobplane/jobplane/services/executor/internal/gang"
 	"github.com/jobplane/jobplane/services/executor/internal/plannerclient"
 	"github.com/jobplane/jobplane/services/executor/internal/svc"
 )
@@ -96,7 +97,7 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
 	fs.Var(&c.namespaceWeights, "namespace-weights", "namespaces' shares of the workers' turns and of the Kubernetes API budget, as team-a=4,team-b=2 (weights 1 to 1000); a namespace not listed has weight 1")
 	fs.BoolVar(&c.weightAnnotations, "namespace-weight-annotations", true, "a namespace's annotation "+fairqueue.WeightAnnotation+" (1 to 1000) sets its weight, over -namespace-weights; needs list and watch on namespaces")
-	fs.Func("feature-gates", "the reference's feature gates the cluster runs with, as kube-controller-manager's --feature-gates (all on, v1.36's, by default); the executor reads JobManagedBy (off, in drop-in mode: every Job is run, whatever its spec.managedBy, as the built-in controller then does); give the planner the same",
+	fs.Func("feature-gates", "the reference's feature gates the cluster runs with, as kube-controller-manager's --feature-gates (all on, v1.36's, by default); the executor reads JobManagedBy (off, in drop-in mode: every Job is run, whatever its spec.managedBy, as the built-in controller then does) and WorkloadWithJob (alpha, off: on, gang-schedulable Jobs get a Workload and a PodGroup, scheduling.k8s.io/v1alpha2, which the API server must serve); give the planner the same",
 		func(s string) error {
 			f, err := featuregates.Parse(s)
 			c.featureGates = f
@@ -170,6 +171,11 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 		probe := dropin.Probe{Client: client, Namespace: cfg.dropIn.probeNamespace, Wait: cfg.dropIn.probeWait}
 		if err := probe.Check(ctx); err != nil {
 			return fmt.Errorf("drop-in mode: %w", err)
+		}
+	}
+	if cfg.featureGates.WorkloadWithJob {
+		if err := gang.Served(client.Discovery()); err != nil {
+			return fmt.Errorf("feature gate WorkloadWithJob: %w", err)
 		}
 	}
 	conn, err := plannerConn(cfg)

@@ -43,6 +43,7 @@ import (
 	"github.com/jobplane/jobplane/services/executor/internal/dropin"
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
+	"github.com/jobplane/jobplane/services/executor/internal/gang"
 	"github.com/jobplane/jobplane/services/executor/internal/jobstate"
 )
 
@@ -113,6 +114,9 @@ type Controller struct {
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
 	metrics  *Metrics
+	// gang is the scheduling objects of gang-scheduled Jobs; nil without
+	// the WorkloadWithJob gate.
+	gang *gang.Objects
 	// syncing serialises the syncs of one Job between the workers and the
 	// SyncJob and Execute RPCs.
 	syncing keyedmutex.Mutex
@@ -185,6 +189,14 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("adding the pod event handler: %w", err)
 	}
 	c.synced = []cache.InformerSynced{jobInformer.Informer().HasSynced, podInformer.Informer().HasSynced}
+	if cfg.FeatureGates.WorkloadWithJob {
+		objects, err := gang.New(cfg.Client, cfg.Informers, c.recorder, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		c.gang = objects
+		c.synced = append(c.synced, objects.Synced...)
+	}
 	return c, nil
 }
 
@@ -315,6 +327,11 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 	if err != nil {
 		return nil, nil, job, err
 	}
+	// Before any pod, so that every pod joins the Job's gang.
+	podGroup, err := c.gang.Ensure(ctx, job, pods)
+	if err != nil {
+		return nil, nil, job, fmt.Errorf("ensuring Workload and PodGroup for Job %s: %w", key, err)
+	}
 	snap := &plan.Snapshot{Job: job, Pods: pods, State: state, Now: c.cfg.Clock.Now(), Finalizer: c.cfg.Finalizer}
 	planStart := time.Now()
 	planCtx, cancel := context.WithTimeout(ctx, plannerTimeout)
@@ -334,7 +351,7 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 	if len(errs) > 0 {
 		return nil, nil, job, fmt.Errorf("the planner's plan: %w", errs.ToAggregate())
 	}
-	outcomes, after, err = c.perform(ctx, key, job, p)
+	outcomes, after, err = c.perform(ctx, key, job, p, podGroup)
 	c.metrics.recordSync(p, err, c.cfg.Clock.Since(start))
 	return p, outcomes, after, err
 }
@@ -364,7 +381,15 @@ func (c *Controller) Execute(ctx context.Context, namespace, name string, uid ty
 	if err := c.checkPodRefs(ctx, job, p); err != nil {
 		return nil, nil, err
 	}
-	outcomes, after, _ := c.perform(ctx, key, job, p)
+	pods, err := c.PodsOf(job)
+	if err != nil {
+		return nil, nil, err
+	}
+	podGroup, err := c.gang.Ensure(ctx, job, pods)
+	if err != nil {
+		return nil, nil, fromKube(err)
+	}
+	outcomes, after, _ := c.perform(ctx, key, job, p, podGroup)
 	return outcomes, after, nil
 }
 

@@ -10,11 +10,13 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/executor/internal/gang"
 	"github.com/jobplane/jobplane/services/executor/internal/jobstate"
 )
 
@@ -44,13 +46,15 @@ type performer struct {
 	// write's precondition).
 	job  *batchv1.Job
 	plan *plan.Plan
+	// podGroup is the PodGroup the Job's pods join; nil: none.
+	podGroup *schedulingv1alpha2.PodGroup
 }
 
 // perform performs p's actions in order and stops at the first that fails;
 // the actions after it are Skipped. It returns one outcome per action and
-// the Job after.
-func (c *Controller) perform(ctx context.Context, key string, job *batchv1.Job, p *plan.Plan) ([]*jobplanev1.ActionOutcome, *batchv1.Job, error) {
-	w := &performer{c: c, key: key, job: job, plan: p}
+// the Job after. The pods it creates join podGroup, when not nil.
+func (c *Controller) perform(ctx context.Context, key string, job *batchv1.Job, p *plan.Plan, podGroup *schedulingv1alpha2.PodGroup) ([]*jobplanev1.ActionOutcome, *batchv1.Job, error) {
+	w := &performer{c: c, key: key, job: job, plan: p, podGroup: podGroup}
 	outcomes := make([]*jobplanev1.ActionOutcome, len(p.Actions))
 	var failure error
 	for i, a := range p.Actions {
@@ -132,6 +136,7 @@ func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeede
 		for _, spec := range pending[:batch] {
 			wg.Go(func() {
 				pod := plan.NewPod(w.job, spec)
+				gang.Join(pod, w.podGroup)
 				newPod, err := w.c.pods.create(ctx, pod)
 				if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 					// Every later creation fails the same way; the

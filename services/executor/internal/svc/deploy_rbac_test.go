@@ -2,6 +2,7 @@ package svc_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -181,41 +183,33 @@ func dropInProbe() *batchv1.Job {
 // listAndWatch lists resource in every namespace and watches from there,
 // as an informer does.
 func listAndWatch(ctx context.Context, client kubernetes.Interface, resource string) error {
-	var rv string
 	switch resource {
 	case "jobs":
-		list, err := client.BatchV1().Jobs("").List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			return err
-		}
-		rv = list.ResourceVersion
-		w, err := client.BatchV1().Jobs("").Watch(ctx, metav1.ListOptions{ResourceVersion: rv, TimeoutSeconds: ptr.To[int64](1)})
-		if err != nil {
-			return err
-		}
-		w.Stop()
+		return listThenWatch(ctx, client.BatchV1().Jobs("").List, client.BatchV1().Jobs("").Watch)
 	case "pods":
-		list, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			return err
-		}
-		rv = list.ResourceVersion
-		w, err := client.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: rv, TimeoutSeconds: ptr.To[int64](1)})
-		if err != nil {
-			return err
-		}
-		w.Stop()
+		return listThenWatch(ctx, client.CoreV1().Pods("").List, client.CoreV1().Pods("").Watch)
 	case "namespaces":
-		list, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			return err
-		}
-		rv = list.ResourceVersion
-		w, err := client.CoreV1().Namespaces().Watch(ctx, metav1.ListOptions{ResourceVersion: rv, TimeoutSeconds: ptr.To[int64](1)})
-		if err != nil {
-			return err
-		}
-		w.Stop()
+		return listThenWatch(ctx, client.CoreV1().Namespaces().List, client.CoreV1().Namespaces().Watch)
+	case "workloads":
+		return listThenWatch(ctx, client.SchedulingV1alpha2().Workloads("").List, client.SchedulingV1alpha2().Workloads("").Watch)
+	case "podgroups":
+		return listThenWatch(ctx, client.SchedulingV1alpha2().PodGroups("").List, client.SchedulingV1alpha2().PodGroups("").Watch)
 	}
+	return fmt.Errorf("no list and watch of %s", resource)
+}
+
+// listThenWatch lists one object and watches from the list's
+// resourceVersion for a second at most.
+func listThenWatch[L interface{ GetResourceVersion() string }](ctx context.Context,
+	list func(context.Context, metav1.ListOptions) (L, error), watch func(context.Context, metav1.ListOptions) (watch.Interface, error)) error {
+	l, err := list(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return err
+	}
+	w, err := watch(ctx, metav1.ListOptions{ResourceVersion: l.GetResourceVersion(), TimeoutSeconds: ptr.To[int64](1)})
+	if err != nil {
+		return err
+	}
+	w.Stop()
 	return nil
 }

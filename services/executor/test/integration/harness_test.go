@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/featuregates"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/lib/kubetest"
@@ -98,7 +99,20 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 
 func start(t *testing.T) *env {
 	t.Helper()
-	api := kubetest.StartAPIServer(t)
+	return startWith(t, options{})
+}
+
+// options change what start starts.
+type options struct {
+	// apiServer are kube-apiserver's extra flags.
+	apiServer []string
+	// gates are the controller's feature gates.
+	gates featuregates.Features
+}
+
+func startWith(t *testing.T, o options) *env {
+	t.Helper()
+	api := kubetest.StartAPIServer(t, kubetest.WithFlags(o.apiServer...))
 	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"), "-shutdown-drain", "0s",
 		// On loopback; the controller calls it without credentials.
 		"-authn-anonymous")
@@ -117,7 +131,7 @@ func start(t *testing.T) *env {
 	plans := plannerclient.New(conn)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctrl, err := controller.New(controller.Config{
-		Client: client, Informers: factory, Planner: plans, ManagedBy: managedBy,
+		Client: client, Informers: factory, Planner: plans, ManagedBy: managedBy, FeatureGates: o.gates,
 		Finalizer: plan.DefaultTrackingFinalizer, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
