@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/randfill"
 
 	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/lib/podwire"
 )
 
 // What the cache keeps of a pod is all any decision reads: the contract's
@@ -56,7 +57,7 @@ func TestTrimForCacheKeepsWhatDecisionsRead(t *testing.T) {
 		if !proto.Equal(kubeconv.PodFromKube(trimmed), kubeconv.PodFromKube(whole)) {
 			t.Fatalf("pod %d: the contract's Pod differs once trimmed", i)
 		}
-		if !bytes.Equal(kubeconv.AppendPod(nil, 1, trimmed, true), kubeconv.AppendPod(nil, 1, whole, true)) {
+		if !bytes.Equal(podwire.AppendPod(nil, 1, trimmed, true), podwire.AppendPod(nil, 1, whole, true)) {
 			t.Fatalf("pod %d: AppendPod differs once trimmed", i)
 		}
 		wantMeta := whole.ObjectMeta.DeepCopy()

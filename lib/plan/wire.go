@@ -6,20 +6,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
-	"github.com/jobplane/jobplane/lib/kubeconv"
-)
-
-// Field numbers of the messages WireRequest writes around its pods.
-const (
-	streamRequestID      protowire.Number = 1 // StreamPlanSyncRequest.id
-	streamRequestRequest protowire.Number = 2 // StreamPlanSyncRequest.request
-	streamRequestDelta   protowire.Number = 3 // StreamPlanSyncRequest.delta
-	requestPods          protowire.Number = 2 // PlanSyncRequest.pods
-	deltaUpsertedPods    protowire.Number = 4 // PlanSyncDelta.upserted_pods
+	"github.com/jobplane/jobplane/lib/podwire"
 )
 
 // WireRequest is a StreamPlanSync request encoded for the wire, its pods
-// written straight from the Kubernetes pods (kubeconv.AppendPod) rather than
+// written straight from the Kubernetes pods (podwire.AppendPod) rather than
 // converted to messages and then encoded: the bytes of the request as
 // protobuf-go's deterministic marshaling writes it. It is what the
 // executor sends (a grpcserver.WireMarshaler).
@@ -57,9 +48,9 @@ func (s *Snapshot) wireFull(id string, streamed bool) (*WireRequest, error) {
 	job, rest := &jobplanev1.PlanSyncRequest{Job: req.Job}, req
 	rest.Job = nil
 	if !streamed {
-		return wireMessage(job, requestPods, s.Pods, rest)
+		return wireMessage(job, podwire.PlanSyncRequestPods, s.Pods, rest)
 	}
-	return wireRequest(id, streamRequestRequest, job, requestPods, s.Pods, rest)
+	return wireRequest(id, podwire.StreamRequestRequest, job, podwire.PlanSyncRequestPods, s.Pods, rest)
 }
 
 // WireDelta is Delta as the StreamPlanSync request id.
@@ -69,7 +60,7 @@ func (s *Snapshot) WireDelta(id string, base *Sent) (*WireRequest, error) {
 	// the others.
 	head := &jobplanev1.PlanSyncDelta{BaseId: d.BaseId, JobUid: d.JobUid, Job: d.Job}
 	d.BaseId, d.JobUid, d.Job = "", "", nil
-	return wireRequest(id, streamRequestDelta, head, deltaUpsertedPods, upserted, d)
+	return wireRequest(id, podwire.StreamRequestDelta, head, podwire.PlanSyncDeltaUpsertedPods, upserted, d)
 }
 
 // wireRequest encodes the stream request id whose field num holds the
@@ -81,7 +72,7 @@ func wireRequest(id string, num protowire.Number, head proto.Message, podsNum pr
 	}
 	var top []byte
 	if id != "" {
-		top = protowire.AppendString(protowire.AppendTag(top, streamRequestID, protowire.BytesType), id)
+		top = protowire.AppendString(protowire.AppendTag(top, podwire.StreamRequestID, protowire.BytesType), id)
 	}
 	top = protowire.AppendTag(top, num, protowire.BytesType)
 	top = protowire.AppendVarint(top, uint64(msg.Size()))
@@ -102,7 +93,7 @@ func wireMessage(head proto.Message, podsNum protowire.Number, pods []*corev1.Po
 	}
 	p := make([]byte, 0, 400*len(pods)) // a typical pod's bytes, and room
 	for _, pod := range pods {
-		p = kubeconv.AppendPod(p, podsNum, pod, false)
+		p = podwire.AppendPod(p, podsNum, pod, false)
 	}
 	return &WireRequest{parts: [][]byte{h, p, t}}, nil
 }

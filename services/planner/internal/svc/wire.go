@@ -9,7 +9,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
-	"github.com/jobplane/jobplane/services/planner/internal/podwire"
+	"github.com/jobplane/jobplane/lib/podwire"
 )
 
 // The planner's requests hold up to 100,000 pods, whose strings vtprotobuf's
@@ -18,14 +18,6 @@ import (
 // codec's WireUnmarshaler): PlanSync's requests into a unaryRequest
 // (ServiceDesc), StreamPlanSync's into a streamRequest, their pods straight
 // into Kubernetes pods.
-
-// The fields holding pods, and the messages holding them.
-const (
-	planSyncRequestPods          protowire.Number = 2 // PlanSyncRequest.pods
-	planSyncDeltaUpsertedPods    protowire.Number = 4 // PlanSyncDelta.upserted_pods
-	streamPlanSyncRequestRequest protowire.Number = 2 // StreamPlanSyncRequest.request
-	streamPlanSyncRequestDelta   protowire.Number = 3 // StreamPlanSyncRequest.delta
-)
 
 // fullPods decodes the pods of a full snapshot together: into one array
 // (podSlab), their strings views of the request's bytes.
@@ -139,7 +131,7 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 	return eachField(b, isRequestOrDelta, unmarshalRun(r.msg), func(num protowire.Number, v []byte) error {
 		// The field may appear more than once: its messages merge, as
 		// UnmarshalVT merges them.
-		if num == streamPlanSyncRequestRequest {
+		if num == podwire.StreamRequestRequest {
 			if r.msg.Request == nil {
 				r.msg.Request = &jobplanev1.PlanSyncRequest{}
 			}
@@ -187,12 +179,12 @@ func streamRequestOf(m *jobplanev1.StreamPlanSyncRequest) *streamRequest {
 }
 
 func isRequestOrDelta(num protowire.Number) bool {
-	return num == streamPlanSyncRequestRequest || num == streamPlanSyncRequestDelta
+	return num == podwire.StreamRequestRequest || num == podwire.StreamRequestDelta
 }
 
-func isPlanSyncRequestPods(num protowire.Number) bool { return num == planSyncRequestPods }
+func isPlanSyncRequestPods(num protowire.Number) bool { return num == podwire.PlanSyncRequestPods }
 
-func isPlanSyncDeltaPods(num protowire.Number) bool { return num == planSyncDeltaUpsertedPods }
+func isPlanSyncDeltaPods(num protowire.Number) bool { return num == podwire.PlanSyncDeltaUpsertedPods }
 
 // errUnusual is what eachField answers for what it leaves to UnmarshalVT.
 var errUnusual = errors.New("encoding left to UnmarshalVT")
@@ -272,7 +264,7 @@ func (c *podCounts) delta(b []byte) bool {
 func (c *podCounts) stream(b []byte) bool {
 	return eachField(b, isRequestOrDelta, nil, func(num protowire.Number, v []byte) error {
 		ok := false
-		if num == streamPlanSyncRequestRequest {
+		if num == podwire.StreamRequestRequest {
 			ok = c.request(v)
 		} else {
 			ok = c.delta(v)

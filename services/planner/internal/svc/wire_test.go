@@ -15,6 +15,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/podwire"
 )
 
 // checkDecodesAsUnmarshalVT checks that b decodes, as a unaryRequest and as
@@ -139,11 +140,11 @@ func marshal(t testing.TB, m proto.Message) []byte {
 func TestDecodeCorpusAsUnmarshalVT(t *testing.T) {
 	for _, b := range fuzzCorpus(t, "FuzzPlanSync") {
 		checkDecodesAsUnmarshalVT(t, b)
-		checkDecodesAsUnmarshalVT(t, wrapped(streamPlanSyncRequestRequest, b))
+		checkDecodesAsUnmarshalVT(t, wrapped(podwire.StreamRequestRequest, b))
 	}
 	for _, b := range fuzzCorpus(t, "FuzzPlanSyncDelta") {
 		checkDecodesAsUnmarshalVT(t, b)
-		checkDecodesAsUnmarshalVT(t, wrapped(streamPlanSyncRequestDelta, b))
+		checkDecodesAsUnmarshalVT(t, wrapped(podwire.StreamRequestDelta, b))
 	}
 }
 
@@ -177,16 +178,16 @@ func TestDecodeSplitFieldsAsUnmarshalVT(t *testing.T) {
 		"request pods among its fields": slicesConcat(marshal(t, part(3)), job, pods, unknown, rest, marshal(t, part(4, 5)), job),
 		"request twice in a stream": slicesConcat(
 			stream(&jobplanev1.StreamPlanSyncRequest{Id: "a", Request: part(0, 1)}),
-			wrapped(streamPlanSyncRequestRequest, slicesConcat(job, pods, unknown)),
+			wrapped(podwire.StreamRequestRequest, slicesConcat(job, pods, unknown)),
 			stream(&jobplanev1.StreamPlanSyncRequest{Id: "b", Delta: delta}),
 			stream(&jobplanev1.StreamPlanSyncRequest{Request: part(5, 4)}),
-			wrapped(streamPlanSyncRequestDelta, marshal(t, &jobplanev1.PlanSyncDelta{BaseId: "2", UpsertedPods: req.Pods[:2], RemovedPodUids: []string{"r"}})),
+			wrapped(podwire.StreamRequestDelta, marshal(t, &jobplanev1.PlanSyncDelta{BaseId: "2", UpsertedPods: req.Pods[:2], RemovedPodUids: []string{"r"}})),
 			unknown,
-			wrapped(streamPlanSyncRequestRequest, rest),
+			wrapped(podwire.StreamRequestRequest, rest),
 		),
-		"empty request and delta":         slicesConcat(wrapped(streamPlanSyncRequestRequest, nil), wrapped(streamPlanSyncRequestDelta, nil)),
-		"empty pod":                       wrapped(planSyncRequestPods, nil),
-		"pods field not length-delimited": protowire.AppendVarint(protowire.AppendTag(pods, planSyncRequestPods, protowire.VarintType), 1),
+		"empty request and delta":         slicesConcat(wrapped(podwire.StreamRequestRequest, nil), wrapped(podwire.StreamRequestDelta, nil)),
+		"empty pod":                       wrapped(podwire.PlanSyncRequestPods, nil),
+		"pods field not length-delimited": protowire.AppendVarint(protowire.AppendTag(pods, podwire.PlanSyncRequestPods, protowire.VarintType), 1),
 		"a group":                         protowire.AppendTag(protowire.AppendTag(slicesConcat(pods), 50, protowire.StartGroupType), 50, protowire.EndGroupType),
 		"a 10-byte tag":                   slicesConcat(pods, []byte{0x92, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0}),
 		"truncated":                       pods[:len(pods)-1],
@@ -202,10 +203,10 @@ func slicesConcat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 // of their input.
 func FuzzDecodeStreamRequest(f *testing.F) {
 	for _, b := range fuzzCorpus(f, "FuzzPlanSync") {
-		f.Add(wrapped(streamPlanSyncRequestRequest, b))
+		f.Add(wrapped(podwire.StreamRequestRequest, b))
 	}
 	for _, b := range fuzzCorpus(f, "FuzzPlanSyncDelta") {
-		f.Add(wrapped(streamPlanSyncRequestDelta, b))
+		f.Add(wrapped(podwire.StreamRequestDelta, b))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { checkDecodesAsUnmarshalVT(t, b) })
 }
@@ -263,7 +264,7 @@ func TestCodecDecodesRequestsWithTheDecoders(t *testing.T) {
 	if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &unaryRequest{}); err == nil {
 		t.Fatal("the codec accepted a pod's invalid UTF-8")
 	}
-	if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wrapped(streamPlanSyncRequestRequest, b))}, &streamRequest{}); err == nil {
+	if err := codec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wrapped(podwire.StreamRequestRequest, b))}, &streamRequest{}); err == nil {
 		t.Fatal("the codec accepted a streamed pod's invalid UTF-8")
 	}
 }

@@ -1,14 +1,3 @@
-// Package podwire decodes the contract's pods (jobplane.v1.Pod, protobuf
-// wire format) straight into the Kubernetes pods the sync reads, without
-// the generated messages in between: the pods of a snapshot are most of a
-// request, and building each pod twice (message, then corev1.Pod) was most
-// of the planner's cost at scale.
-//
-// A pod decodes to exactly what vtprotobuf's decoder (with the codec's
-// UTF-8 check) and kubeconv.KubePodConverter with SkipContainers give: the
-// fast path takes the encoding our encoders write (each field known, each
-// singular message at most once, valid UTF-8); anything else is decoded by
-// that slow path, errors included.
 package podwire
 
 import (
@@ -159,19 +148,19 @@ func (d *Decoder) pod(b []byte, out *corev1.Pod) bool {
 	var seen uint32
 	return fields(b, func(f field) bool {
 		switch f.num {
-		case 1:
+		case podAPIVersion:
 			return setStr(f, &out.APIVersion)
-		case 2:
+		case podKind:
 			return setStr(f, &out.Kind)
-		case 3, 4, 5:
+		case podMetadata, podSpec, podStatus:
 			v, ok := f.msg()
 			if !ok || !once(&seen, f.num) {
 				return false
 			}
 			switch f.num {
-			case 3:
+			case podMetadata:
 				return d.meta(v, &out.ObjectMeta)
-			case 4:
+			case podSpec:
 				return d.spec(v, &out.Spec)
 			}
 			return d.status(v, &out.Status)
@@ -184,49 +173,49 @@ func (d *Decoder) meta(b []byte, out *metav1.ObjectMeta) bool {
 	var seen uint32
 	return fields(b, func(f field) bool {
 		switch f.num {
-		case 1:
+		case metaName:
 			return setStr(f, &out.Name)
-		case 2:
+		case metaGenerateName:
 			return setStr(f, &out.GenerateName)
-		case 3:
+		case metaNamespace:
 			return setStr(f, &out.Namespace)
-		case 4:
+		case metaUID:
 			s, ok := f.str()
 			out.UID = types.UID(s)
 			return ok
-		case 5:
+		case metaGeneration:
 			v, ok := f.num64()
 			out.Generation = int64(v)
 			return ok
-		case 6:
+		case metaResourceVersion:
 			return setStr(f, &out.ResourceVersion)
-		case 7:
+		case metaLabels:
 			return mapEntry(f, &out.Labels)
-		case 8:
+		case metaAnnotations:
 			return mapEntry(f, &out.Annotations)
-		case 9:
+		case metaOwnerReferences:
 			v, ok := f.msg()
 			if !ok {
 				return false
 			}
 			out.OwnerReferences = d.refs.Append(out.OwnerReferences)
 			return d.ownerReference(v, &out.OwnerReferences[len(out.OwnerReferences)-1])
-		case 10:
+		case metaFinalizers:
 			s, ok := f.str()
 			out.Finalizers = d.strings.Append(out.Finalizers)
 			out.Finalizers[len(out.Finalizers)-1] = s
 			return ok
-		case 11, 12:
+		case metaCreationTimestamp, metaDeletionTimestamp:
 			v, ok := f.msg()
 			if !ok || !once(&seen, f.num) {
 				return false
 			}
-			if f.num == 11 {
+			if f.num == metaCreationTimestamp {
 				return timestamp(v, &out.CreationTimestamp)
 			}
 			out.DeletionTimestamp = d.times.One()
 			return timestamp(v, out.DeletionTimestamp)
-		case 13:
+		case metaDeletionGracePeriodSeconds:
 			v, ok := f.num64()
 			if out.DeletionGracePeriodSeconds == nil {
 				out.DeletionGracePeriodSeconds = d.int64s.One()
@@ -247,9 +236,9 @@ func mapEntry(f field, m *map[string]string) bool {
 	var key, value string
 	ok = fields(v, func(f field) bool {
 		switch f.num {
-		case 1:
+		case mapKey:
 			return setStr(f, &key)
-		case 2:
+		case mapValue:
 			return setStr(f, &value)
 		}
 		return false
@@ -264,20 +253,20 @@ func mapEntry(f field, m *map[string]string) bool {
 func (d *Decoder) ownerReference(b []byte, out *metav1.OwnerReference) bool {
 	return fields(b, func(f field) bool {
 		switch f.num {
-		case 1:
+		case refAPIVersion:
 			return setStr(f, &out.APIVersion)
-		case 2:
+		case refKind:
 			return setStr(f, &out.Kind)
-		case 3:
+		case refName:
 			return setStr(f, &out.Name)
-		case 4:
+		case refUID:
 			s, ok := f.str()
 			out.UID = types.UID(s)
 			return ok
-		case 5, 6:
+		case refController, refBlockOwnerDeletion:
 			v, ok := f.num64()
 			p := &out.Controller
-			if f.num == 6 {
+			if f.num == refBlockOwnerDeletion {
 				p = &out.BlockOwnerDeletion
 			}
 			if *p == nil {
@@ -293,17 +282,17 @@ func (d *Decoder) ownerReference(b []byte, out *metav1.OwnerReference) bool {
 func (d *Decoder) spec(b []byte, out *corev1.PodSpec) bool {
 	return fields(b, func(f field) bool {
 		switch f.num {
-		case 1:
+		case specNodeName:
 			return setStr(f, &out.NodeName)
-		case 2:
+		case specRestartPolicy:
 			s, ok := f.str()
 			out.RestartPolicy = corev1.RestartPolicy(s)
 			return ok
-		case 3: // the sync reads no container: checked, left out
+		case specContainers: // the sync reads no container: checked, left out
 			v, ok := f.msg()
 			var skipped corev1.Container
 			return ok && d.container(v, &skipped)
-		case 4:
+		case specInitContainers:
 			v, ok := f.msg()
 			if !ok {
 				return false
@@ -318,9 +307,9 @@ func (d *Decoder) spec(b []byte, out *corev1.PodSpec) bool {
 func (d *Decoder) container(b []byte, out *corev1.Container) bool {
 	return fields(b, func(f field) bool {
 		switch f.num {
-		case 1:
+		case containerName:
 			return setStr(f, &out.Name)
-		case 2:
+		case containerRestartPolicy:
 			s, ok := f.str()
 			if out.RestartPolicy == nil {
 				out.RestartPolicy = (*corev1.ContainerRestartPolicy)(d.strings.One())
@@ -336,35 +325,35 @@ func (d *Decoder) status(b []byte, out *corev1.PodStatus) bool {
 	var seen uint32
 	return fields(b, func(f field) bool {
 		switch f.num {
-		case 1:
+		case statusPhase:
 			s, ok := f.str()
 			out.Phase = corev1.PodPhase(s)
 			return ok
-		case 2:
+		case statusConditions:
 			v, ok := f.msg()
 			if !ok {
 				return false
 			}
 			out.Conditions = d.conditions.Append(out.Conditions)
 			return condition(v, &out.Conditions[len(out.Conditions)-1])
-		case 3:
+		case statusMessage:
 			return setStr(f, &out.Message)
-		case 4:
+		case statusReason:
 			return setStr(f, &out.Reason)
-		case 5:
+		case statusStartTime:
 			v, ok := f.msg()
 			if !ok || !once(&seen, f.num) {
 				return false
 			}
 			out.StartTime = d.times.One()
 			return timestamp(v, out.StartTime)
-		case 6, 7:
+		case statusInitContainerStatuses, statusContainerStatuses:
 			v, ok := f.msg()
 			if !ok {
 				return false
 			}
 			list := &out.ContainerStatuses
-			if f.num == 6 {
+			if f.num == statusInitContainerStatuses {
 				list = &out.InitContainerStatuses
 			}
 			*list = d.statuses.Append(*list)
@@ -378,26 +367,26 @@ func condition(b []byte, out *corev1.PodCondition) bool {
 	var seen uint32
 	return fields(b, func(f field) bool {
 		switch f.num {
-		case 1:
+		case conditionType:
 			s, ok := f.str()
 			out.Type = corev1.PodConditionType(s)
 			return ok
-		case 2:
+		case conditionStatus:
 			s, ok := f.str()
 			out.Status = corev1.ConditionStatus(s)
 			return ok
-		case 3, 4:
+		case conditionLastProbeTime, conditionLastTransitionTime:
 			v, ok := f.msg()
 			if !ok || !once(&seen, f.num) {
 				return false
 			}
-			if f.num == 3 {
+			if f.num == conditionLastProbeTime {
 				return timestamp(v, &out.LastProbeTime)
 			}
 			return timestamp(v, &out.LastTransitionTime)
-		case 5:
+		case conditionReason:
 			return setStr(f, &out.Reason)
-		case 6:
+		case conditionMessage:
 			return setStr(f, &out.Message)
 		}
 		return false
@@ -408,17 +397,17 @@ func (d *Decoder) containerStatus(b []byte, out *corev1.ContainerStatus) bool {
 	var seen uint32
 	return fields(b, func(f field) bool {
 		switch f.num {
-		case 1:
+		case containerStatusName:
 			return setStr(f, &out.Name)
-		case 2:
+		case containerStatusReady:
 			v, ok := f.num64()
 			out.Ready = v != 0
 			return ok
-		case 3:
+		case containerStatusRestartCount:
 			v, ok := f.num64()
 			out.RestartCount = int32(v)
 			return ok
-		case 4:
+		case containerStatusState:
 			v, ok := f.msg()
 			return ok && once(&seen, f.num) && d.containerState(v, &out.State)
 		}
@@ -434,13 +423,13 @@ func (d *Decoder) containerState(b []byte, out *corev1.ContainerState) bool {
 			return false
 		}
 		switch f.num {
-		case 1:
+		case stateWaiting:
 			out.Waiting = d.waiting.One()
 			return waiting(v, out.Waiting)
-		case 2:
+		case stateRunning:
 			out.Running = d.running.One()
 			return running(v, out.Running)
-		case 3:
+		case stateTerminated:
 			out.Terminated = d.terminated.One()
 			return terminated(v, out.Terminated)
 		}
@@ -451,9 +440,9 @@ func (d *Decoder) containerState(b []byte, out *corev1.ContainerState) bool {
 func waiting(b []byte, out *corev1.ContainerStateWaiting) bool {
 	return fields(b, func(f field) bool {
 		switch f.num {
-		case 1:
+		case waitingReason:
 			return setStr(f, &out.Reason)
-		case 2:
+		case waitingMessage:
 			return setStr(f, &out.Message)
 		}
 		return false
@@ -464,7 +453,7 @@ func running(b []byte, out *corev1.ContainerStateRunning) bool {
 	var seen uint32
 	return fields(b, func(f field) bool {
 		v, ok := f.msg()
-		return f.num == 1 && ok && once(&seen, f.num) && timestamp(v, &out.StartedAt)
+		return f.num == runningStartedAt && ok && once(&seen, f.num) && timestamp(v, &out.StartedAt)
 	})
 }
 
@@ -472,28 +461,28 @@ func terminated(b []byte, out *corev1.ContainerStateTerminated) bool {
 	var seen uint32
 	return fields(b, func(f field) bool {
 		switch f.num {
-		case 1, 2:
+		case terminatedExitCode, terminatedSignal:
 			v, ok := f.num64()
-			if f.num == 1 {
+			if f.num == terminatedExitCode {
 				out.ExitCode = int32(v)
 			} else {
 				out.Signal = int32(v)
 			}
 			return ok
-		case 3:
+		case terminatedReason:
 			return setStr(f, &out.Reason)
-		case 4:
+		case terminatedMessage:
 			return setStr(f, &out.Message)
-		case 5, 6:
+		case terminatedStartedAt, terminatedFinishedAt:
 			v, ok := f.msg()
 			if !ok || !once(&seen, f.num) {
 				return false
 			}
-			if f.num == 5 {
+			if f.num == terminatedStartedAt {
 				return timestamp(v, &out.StartedAt)
 			}
 			return timestamp(v, &out.FinishedAt)
-		case 7:
+		case terminatedContainerID:
 			return setStr(f, &out.ContainerID)
 		}
 		return false
@@ -506,9 +495,9 @@ func timestamp(b []byte, out *metav1.Time) bool {
 	ok := fields(b, func(f field) bool {
 		v, ok := f.num64()
 		switch f.num {
-		case 1:
+		case timestampSeconds:
 			seconds = v
-		case 2:
+		case timestampNanos:
 			nanos = v
 		default:
 			return false

@@ -1,22 +1,28 @@
 package podwire
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/kubeconv"
-	"github.com/jobplane/jobplane/lib/plan"
-	"github.com/jobplane/jobplane/services/planner/scalestate"
 )
 
 // slowPath is what the codec and the converter make of a pod.
@@ -53,17 +59,14 @@ func checkDecodesAsSlowPath(t *testing.T, d *Decoder, b []byte) {
 	}
 }
 
-// seedPods are encoded pods: scalestate's kinds, and those of the planner's
-// fuzz corpus.
+// seedPods are encoded pods: the filled pod, pods of each kind a Job has
+// (samplePods), and those of the planner's fuzz corpus.
 func seedPods(t testing.TB) [][]byte {
-	var seeds [][]byte
-	s := scalestate.New(20)
-	s, _ = scalestate.Changed(s, 5)
-	req := plan.NewRequest(s.Job, s.Pods, plan.State{}, scalestate.Now, scalestate.Finalizer)
-	for _, p := range req.GetPods() {
-		seeds = append(seeds, marshal(t, p))
+	seeds := [][]byte{marshal(t, filledPod())}
+	for _, p := range samplePods(20) {
+		seeds = append(seeds, marshal(t, kubeconv.PodFromKube(p)))
 	}
-	dir := filepath.Join("..", "svc", "testdata", "fuzz", "FuzzPlanSync")
+	dir := filepath.Join("..", "..", "services", "planner", "internal", "svc", "testdata", "fuzz", "FuzzPlanSync")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +86,121 @@ func seedPods(t testing.TB) [][]byte {
 		}
 	}
 	return seeds
+}
+
+// samplePods are n pods of an Indexed Job, of the kinds its pods come in:
+// running and ready, pending, succeeded, failed (as scalestate's).
+func samplePods(n int) []*corev1.Pod {
+	started := metav1.NewTime(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC))
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("job-%d-x", i), Namespace: "ns", UID: types.UID(fmt.Sprintf("uid-%d", i)), ResourceVersion: "7",
+				Annotations:       map[string]string{batchv1.JobCompletionIndexAnnotation: strconv.Itoa(i)},
+				OwnerReferences:   []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "job", UID: "job-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+				Finalizers:        []string{batchv1.JobTrackingFinalizer},
+				CreationTimestamp: started,
+			},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, NodeName: "node-1"},
+		}
+		switch i % 4 {
+		case 0:
+			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started,
+				Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: started}},
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}}}}
+		case 1:
+			p.Spec.NodeName = ""
+			p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+		case 2, 3:
+			phase, code := corev1.PodSucceeded, int32(0)
+			if i%4 == 3 {
+				phase, code = corev1.PodFailed, 1
+			}
+			p.Status = corev1.PodStatus{Phase: phase, StartTime: &started,
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{
+					Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Completed", StartedAt: started, FinishedAt: started}}}}}
+		}
+		pods[i] = p
+	}
+	return pods
+}
+
+// filledPod is a pod with every field of the contract set: each string,
+// number and bool not empty, each list and map of two, each message
+// present and filled likewise.
+func filledPod() *jobplanev1.Pod {
+	p := &jobplanev1.Pod{}
+	fill(p.ProtoReflect())
+	return p
+}
+
+func fill(m protoreflect.Message) {
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		switch {
+		case fd.IsMap():
+			mp := m.Mutable(fd).Map()
+			for j := range 2 {
+				mp.Set(protoreflect.ValueOfString(fmt.Sprintf("%s-key-%d", fd.Name(), j)).MapKey(), scalar(fd.MapValue(), j))
+			}
+		case fd.IsList():
+			list := m.Mutable(fd).List()
+			for j := range 2 {
+				if fd.Message() != nil {
+					v := list.NewElement()
+					fill(v.Message())
+					list.Append(v)
+				} else {
+					list.Append(scalar(fd, j))
+				}
+			}
+		case fd.Message() != nil:
+			fill(m.Mutable(fd).Message())
+		default:
+			m.Set(fd, scalar(fd, 1))
+		}
+	}
+}
+
+// scalar is a value of fd's kind, not the zero one; a timestamp's nanos
+// within a second.
+func scalar(fd protoreflect.FieldDescriptor, i int) protoreflect.Value {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString(fmt.Sprintf("%s-%d", fd.Name(), i))
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(true)
+	case protoreflect.Int32Kind:
+		return protoreflect.ValueOfInt32(int32(-3 - i))
+	case protoreflect.Int64Kind:
+		return protoreflect.ValueOfInt64(int64(1_700_000_000 + i))
+	}
+	panic(fmt.Sprintf("no value for %s (%s)", fd.FullName(), fd.Kind()))
+}
+
+// The filled pod, every field of the contract set, takes the fast path
+// (a field it does not know would leave it to the slow path) and decodes
+// as the slow path does; AppendPod writes it as protobuf-go does.
+func TestEveryFieldTakesTheFastPath(t *testing.T) {
+	filled := filledPod()
+	b := marshal(t, filled)
+	var got corev1.Pod
+	if !NewDecoder(1).pod(b, &got) {
+		t.Fatal("the filled pod left the fast path")
+	}
+	want, err := slowPath(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, &got); diff != "" {
+		t.Fatalf("the fast path's pod differs from the slow path's (-slow +fast):\n%s", diff)
+	}
+	kube := kubeconv.PodToKube(filled)
+	if written := AppendPod(nil, 1, kube, true); !bytes.Equal(written, protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), marshal(t, kubeconv.PodFromKube(kube)))) {
+		t.Fatal("AppendPod wrote the filled pod otherwise than protobuf-go")
+	}
 }
 
 // corpusBytes reads the []byte of a go test fuzz v1 file.
@@ -160,11 +278,9 @@ func FuzzDecodePod(f *testing.F) {
 }
 
 func BenchmarkDecode(b *testing.B) {
-	s := scalestate.New(10_000)
-	req := plan.NewRequest(s.Job, s.Pods, plan.State{}, scalestate.Now, scalestate.Finalizer)
 	var pods [][]byte
-	for _, p := range req.GetPods() {
-		pods = append(pods, marshal(b, p))
+	for _, p := range samplePods(10_000) {
+		pods = append(pods, marshal(b, kubeconv.PodFromKubeWithoutLabels(p)))
 	}
 	out := make([]corev1.Pod, len(pods))
 	b.Run("podwire", func(b *testing.B) {

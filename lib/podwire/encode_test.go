@@ -1,8 +1,10 @@
-package kubeconv_test
+package podwire_test
 
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -13,6 +15,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/lib/podwire"
 )
 
 // checkAppendPod checks that AppendPod writes the deterministic encoding of
@@ -29,19 +32,15 @@ func checkAppendPod(t *testing.T, p *corev1.Pod) {
 			t.Fatal(err)
 		}
 		want := protowire.AppendBytes(protowire.AppendTag([]byte("x"), 7, protowire.BytesType), body)
-		if got := kubeconv.AppendPod([]byte("x"), 7, p, labels); !bytes.Equal(got, want) {
+		if got := podwire.AppendPod([]byte("x"), 7, p, labels); !bytes.Equal(got, want) {
 			t.Fatalf("labels %v: AppendPod wrote\n%q\nthe message encodes as\n%q", labels, got, want)
 		}
 	}
 }
 
 func TestAppendPodIsTheMessagesEncoding(t *testing.T) {
-	for _, name := range podFiles {
-		var p corev1.Pod
-		if err := json.Unmarshal(readFile(t, name), &p); err != nil {
-			t.Fatal(err)
-		}
-		checkAppendPod(t, &p)
+	for _, p := range kubectlPods(t) {
+		checkAppendPod(t, p)
 	}
 	long := make([]byte, 20_000) // lengths of one, two and three bytes
 	for i := range long {
@@ -77,12 +76,8 @@ func TestAppendPodIsTheMessagesEncoding(t *testing.T) {
 // FuzzAppendPod: every pod the contract can carry (decoded from arbitrary
 // bytes, converted) is written as its message encodes.
 func FuzzAppendPod(f *testing.F) {
-	for _, name := range podFiles {
-		var p corev1.Pod
-		if err := json.Unmarshal(readFile(f, name), &p); err != nil {
-			f.Fatal(err)
-		}
-		b, _ := proto.Marshal(kubeconv.PodFromKube(&p))
+	for _, p := range kubectlPods(f) {
+		b, _ := proto.Marshal(kubeconv.PodFromKube(p))
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -92,4 +87,21 @@ func FuzzAppendPod(f *testing.F) {
 		}
 		checkAppendPod(t, kubeconv.PodToKube(&m))
 	})
+}
+
+// kubectlPods are pods as kubectl shows them (lib/kubeconv's testdata).
+func kubectlPods(t testing.TB) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, name := range []string{"kubectl-pod-succeeded.json", "kubectl-pod-failed.json"} {
+		data, err := os.ReadFile(filepath.Join("..", "kubeconv", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p corev1.Pod
+		if err := json.Unmarshal(data, &p); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, &p)
+	}
+	return pods
 }
