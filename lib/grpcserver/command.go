@@ -58,6 +58,9 @@ func (c Command) Run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if limit := limitMemoryToContainer(cgroupMemoryFiles); limit > 0 {
+		logger.Info("memory limit set from the container's (GOMEMLIMIT unset)", "bytes", limit)
+	}
 	srv, err := New(cfg, logger)
 	if err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
