@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,6 +57,40 @@ func checkDecodesAsSlowPath(t *testing.T, d *Decoder, b []byte) {
 	}
 	if diff := cmp.Diff(want, &got); diff != "" {
 		t.Fatalf("decoded pod differs from the slow path's (-slow +decoded):\n%s", diff)
+	}
+	checkTaking(t, b, want)
+}
+
+// takenKeys are annotations a decoder keeps out of the maps in the tests:
+// one the seeds have, one they have not.
+var takenKeys = []string{batchv1.JobCompletionIndexAnnotation, "absent.example.com/key"}
+
+// checkTaking checks that a decoder taking takenKeys decodes b to want
+// without those annotations (no map when none is left), and answers
+// their values.
+func checkTaking(t *testing.T, b []byte, want *corev1.Pod) {
+	t.Helper()
+	want = want.DeepCopy()
+	wantValues := make([]string, len(takenKeys))
+	for i, k := range takenKeys {
+		wantValues[i] = want.Annotations[k]
+		delete(want.Annotations, k)
+	}
+	if len(want.Annotations) == 0 {
+		want.Annotations = nil
+	}
+	d := NewDecoder(1)
+	d.Take(takenKeys...)
+	var got corev1.Pod
+	values := []string{"stale", "stale"}
+	if err := d.DecodeTaking(b, &got, values); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, &got); diff != "" {
+		t.Fatalf("taking %v: decoded pod differs (-want +decoded):\n%s", takenKeys, diff)
+	}
+	if !slices.Equal(values, wantValues) {
+		t.Fatalf("taken values %q, want %q", values, wantValues)
 	}
 }
 

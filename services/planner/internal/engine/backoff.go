@@ -3,8 +3,6 @@ package engine
 import (
 	"cmp"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // Pod failure backoff bounds of the reference.
@@ -77,10 +75,10 @@ func (b PodFailureBackoff) remaining(now time.Time, failuresCount int32, lastFai
 
 // remainingForIndex is the wait before replacing lastFailedPod in its
 // index, counting every failure of the index so far.
-func (b PodFailureBackoff) remainingForIndex(now time.Time, lastFailedPod *corev1.Pod) time.Duration {
+func (b PodFailureBackoff) remainingForIndex(now time.Time, lastFailedPod *pod) time.Duration {
 	if lastFailedPod == nil {
 		return 0
 	}
-	t := finishedTime(lastFailedPod)
-	return b.remaining(now, indexAbsoluteFailureCount(lastFailedPod)+1, &t)
+	t := finishedTime(lastFailedPod.Pod)
+	return b.remaining(now, lastFailedPod.absoluteFailures()+1, &t)
 }

@@ -657,7 +657,12 @@ func TestRemainingBackoffForIndex(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := (PodFailureBackoff{}).remainingForIndex(now, tc.pod); got != tc.want {
+			var last *pod
+			if tc.pod != nil {
+				view := viewOf(tc.pod, DefaultTrackingFinalizer)
+				last = &view
+			}
+			if got := (PodFailureBackoff{}).remainingForIndex(now, last); got != tc.want {
 				t.Errorf("remaining %v, want %v", got, tc.want)
 			}
 		})

@@ -48,8 +48,10 @@ type Snapshot struct {
 	// Features are the feature gates followed; zero is v1.36's (all on).
 	Features Features
 	// Views, when not nil, are View(Pods[i], TrackingFinalizer) for each
-	// pod, kept by a caller that plans successive snapshots of mostly the
-	// same pods; the sync then does not work them out again. Not modified.
+	// pod (or ViewWith, for pods decoded without the annotations a sync
+	// reads), kept by a caller that plans successive snapshots of mostly
+	// the same pods; the sync then does not work them out again. Not
+	// modified.
 	Views []PodView
 }
 
@@ -61,6 +63,13 @@ type PodView struct{ view pod }
 // (empty: the default).
 func View(p *corev1.Pod, finalizer string) PodView {
 	return PodView{viewOf(p, cmp.Or(finalizer, DefaultTrackingFinalizer))}
+}
+
+// ViewWith is View of a pod whose annotations a sync reads are a, not in
+// its map: a decoder that keeps them out of the pod (AnnotationKeys) spares
+// the map of most pods.
+func ViewWith(p *corev1.Pod, finalizer string, a PodAnnotations) PodView {
+	return PodView{viewWith(p, cmp.Or(finalizer, DefaultTrackingFinalizer), a)}
 }
 
 // syncCtx is the state of one sync (the reference's syncJobCtx).

@@ -58,7 +58,7 @@ func (c *syncCtx) isIndexFailed(p *pod) bool {
 			counted = true
 		}
 	}
-	return counted && indexFailureCount(p.Pod) >= *c.job.Spec.BackoffLimitPerIndex
+	return counted && p.failures >= *c.job.Spec.BackoffLimitPerIndex
 }
 
 // firstPendingIndexes returns up to count of the lowest indexes that are
@@ -109,7 +109,7 @@ func (c *syncCtx) podsWithDelayedDeletion() map[int]*pod {
 			return false
 		}
 		if last, ok := delayed[ix]; ok {
-			if indexAbsoluteFailureCount(last.Pod) <= indexAbsoluteFailureCount(p.Pod) && !finishedTime(p.Pod).Before(finishedTime(last.Pod)) {
+			if last.absoluteFailures() <= p.absoluteFailures() && !finishedTime(p.Pod).Before(finishedTime(last.Pod)) {
 				delayed[ix] = p
 			}
 		} else {
@@ -126,7 +126,7 @@ func (c *syncCtx) indexesReadyForCreation(indexes []int) ([]int, time.Duration) 
 	var ready []int
 	var minWait *time.Duration
 	for _, ix := range indexes {
-		wait := c.backoff.remainingForIndex(c.now, c.podsWithDelayedDeletionPerIndex[ix].unwrap())
+		wait := c.backoff.remainingForIndex(c.now, c.podsWithDelayedDeletionPerIndex[ix])
 		if wait == 0 {
 			ready = append(ready, ix)
 		} else if minWait == nil || wait < *minWait {

@@ -614,7 +614,7 @@ func TestPodsWithDelayedDeletion(t *testing.T) {
 			c.failedIndexes = c.calculateFailedIndexes()
 			var got []string
 			for ix, p := range c.podsWithDelayedDeletion() {
-				if completionIndex(p.Pod) != ix {
+				if p.index != ix {
 					t.Errorf("pod %s kept for index %d", p.Name, ix)
 				}
 				got = append(got, p.Name)
@@ -713,11 +713,12 @@ func TestIndexFailureCountAnnotationParsing(t *testing.T) {
 				}
 				p.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation] = tc.ignored
 			}
-			if got := indexFailureCount(p); got != tc.wantCount {
-				t.Errorf("indexFailureCount = %d, want %d", got, tc.wantCount)
+			view := viewOf(p, DefaultTrackingFinalizer)
+			if got := view.failures; got != tc.wantCount {
+				t.Errorf("failures = %d, want %d", got, tc.wantCount)
 			}
-			if got := indexAbsoluteFailureCount(p); got != tc.wantAbsolute {
-				t.Errorf("indexAbsoluteFailureCount = %d, want %d", got, tc.wantAbsolute)
+			if got := view.absoluteFailures(); got != tc.wantAbsolute {
+				t.Errorf("absoluteFailures = %d, want %d", got, tc.wantAbsolute)
 			}
 		})
 	}
@@ -1573,4 +1574,28 @@ func TestSyncWithBackoffLimitPerIndex(t *testing.T) {
 			t.Errorf("finalizers %v", pod.Finalizers)
 		}
 	})
+}
+
+// A pod decoded with the annotations a sync reads kept out of its map
+// (ViewWith) is viewed as the same pod with them in its map (View).
+func TestViewWithIsView(t *testing.T) {
+	for _, annotations := range []map[string]string{
+		nil,
+		{batchv1.JobCompletionIndexAnnotation: "3"},
+		{batchv1.JobCompletionIndexAnnotation: "7", batchv1.JobIndexFailureCountAnnotation: "2", batchv1.JobIndexIgnoredFailureCountAnnotation: "1", "other": "x"},
+		{batchv1.JobCompletionIndexAnnotation: "-1", batchv1.JobIndexFailureCountAnnotation: "x", batchv1.JobIndexIgnoredFailureCountAnnotation: "99999999999"},
+	} {
+		p := newPod("a", failed, deleting())
+		p.Annotations = annotations
+		without := p.DeepCopy()
+		for _, k := range AnnotationKeys {
+			delete(without.Annotations, k)
+		}
+		got := ViewWith(without, "", AnnotationsOf(p)).view
+		want := View(p, "").view
+		got.Pod, want.Pod = nil, nil
+		if got != want {
+			t.Errorf("annotations %v: ViewWith %+v, View %+v", annotations, got, want)
+		}
+	}
 }

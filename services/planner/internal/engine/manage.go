@@ -219,8 +219,7 @@ func (c *syncCtx) newIndexFailureCounts(podBeingReplaced *pod) (failures, ignore
 	if podBeingReplaced == nil {
 		return 0, 0
 	}
-	failures = indexFailureCount(podBeingReplaced.Pod)
-	ignored = annotationInt32(podBeingReplaced.Pod, batchv1.JobIndexIgnoredFailureCountAnnotation)
+	failures, ignored = podBeingReplaced.failures, podBeingReplaced.ignoredFailures
 	if c.job.Spec.PodFailurePolicy != nil && !c.matchPodFailurePolicy(podBeingReplaced.Pod).countFailed {
 		ignored++
 	} else {

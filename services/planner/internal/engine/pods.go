@@ -15,27 +15,56 @@ import (
 const unknownCompletionIndex = -1
 
 // pod is a pod of the Job with what a sync reads of it over and over,
-// worked out once and kept together: its completion index, whether it
-// carries the tracking finalizer, its phase, deletion and readiness. With
-// large Jobs, reading these from a compact array instead of the pod objects
-// saves most cache misses.
+// worked out once and kept together: its completion index and its index's
+// failure counts (its annotations), whether it carries the tracking
+// finalizer, its phase, deletion and readiness. With large Jobs, reading
+// these from a compact array instead of the pod objects saves most cache
+// misses.
 type pod struct {
 	*corev1.Pod
-	index    int
-	tracked  bool
-	phase    corev1.PodPhase
-	deleting bool
-	ready    bool
+	index int
+	// failures and ignoredFailures are the failures counted against the
+	// pod's index before it, and those the pod failure policy ignored.
+	failures, ignoredFailures int32
+	tracked                   bool
+	phase                     corev1.PodPhase
+	deleting                  bool
+	ready                     bool
+}
+
+// PodAnnotations are the values of the annotations a sync reads of a pod;
+// empty when absent (an empty value reads as an absent one).
+type PodAnnotations struct {
+	CompletionIndex, FailureCount, IgnoredFailureCount string
+}
+
+// AnnotationKeys are the annotations PodAnnotations holds, in its order.
+var AnnotationKeys = [3]string{batchv1.JobCompletionIndexAnnotation, batchv1.JobIndexFailureCountAnnotation, batchv1.JobIndexIgnoredFailureCountAnnotation}
+
+// AnnotationsOf are the annotations a sync reads of p, from its map.
+func AnnotationsOf(p *corev1.Pod) PodAnnotations {
+	return PodAnnotations{
+		CompletionIndex:     p.Annotations[batchv1.JobCompletionIndexAnnotation],
+		FailureCount:        p.Annotations[batchv1.JobIndexFailureCountAnnotation],
+		IgnoredFailureCount: p.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation],
+	}
 }
 
 func viewOf(p *corev1.Pod, finalizer string) pod {
+	return viewWith(p, finalizer, AnnotationsOf(p))
+}
+
+// viewWith is the view of p whose annotations a sync reads are a.
+func viewWith(p *corev1.Pod, finalizer string, a PodAnnotations) pod {
 	return pod{
-		Pod:      p,
-		index:    completionIndex(p),
-		tracked:  slices.Contains(p.Finalizers, finalizer),
-		phase:    p.Status.Phase,
-		deleting: p.DeletionTimestamp != nil,
-		ready:    isPodReady(p),
+		Pod:             p,
+		index:           completionIndex(a.CompletionIndex),
+		failures:        parseFailureCount(a.FailureCount),
+		ignoredFailures: parseFailureCount(a.IgnoredFailureCount),
+		tracked:         slices.Contains(p.Finalizers, finalizer),
+		phase:           p.Status.Phase,
+		deleting:        p.DeletionTimestamp != nil,
+		ready:           isPodReady(p),
 	}
 }
 
@@ -59,12 +88,9 @@ func (p *pod) unwrap() *corev1.Pod {
 	return p.Pod
 }
 
-// completionIndex reads the completion index annotation of a pod.
-func completionIndex(p *corev1.Pod) int {
-	v, ok := p.Annotations[batchv1.JobCompletionIndexAnnotation]
-	if !ok {
-		return unknownCompletionIndex
-	}
+// completionIndex reads a completion index annotation's value; a missing
+// or invalid one is unknownCompletionIndex.
+func completionIndex(v string) int {
 	i, err := strconv.Atoi(v)
 	if err != nil || i < 0 {
 		return unknownCompletionIndex
@@ -72,13 +98,10 @@ func completionIndex(p *corev1.Pod) int {
 	return i
 }
 
-// annotationInt32 reads a non-negative int32 annotation; anything else is 0,
-// as the reference treats a missing or tampered failure count.
-func annotationInt32(p *corev1.Pod, key string) int32 {
-	v, ok := p.Annotations[key]
-	if !ok {
-		return 0
-	}
+// parseFailureCount reads a failure count annotation's value: a non-negative
+// int32; anything else is 0, as the reference treats a missing or tampered
+// failure count.
+func parseFailureCount(v string) int32 {
 	i, err := strconv.Atoi(v)
 	if err != nil || i < 0 || i > math.MaxInt32 {
 		return 0
@@ -86,16 +109,9 @@ func annotationInt32(p *corev1.Pod, key string) int32 {
 	return int32(i)
 }
 
-// indexFailureCount is the failures counted against a pod's index before it.
-func indexFailureCount(p *corev1.Pod) int32 {
-	return annotationInt32(p, batchv1.JobIndexFailureCountAnnotation)
-}
-
-// indexAbsoluteFailureCount adds the failures ignored by the pod failure
-// policy.
-func indexAbsoluteFailureCount(p *corev1.Pod) int32 {
-	return indexFailureCount(p) + annotationInt32(p, batchv1.JobIndexIgnoredFailureCountAnnotation)
-}
+// absoluteFailures adds the failures the pod failure policy ignored to
+// those counted against the pod's index.
+func (p *pod) absoluteFailures() int32 { return p.failures + p.ignoredFailures }
 
 // isPodReady: the Ready condition is True.
 func isPodReady(p *corev1.Pod) bool {

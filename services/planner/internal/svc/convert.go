@@ -92,7 +92,7 @@ func engineSnapshot(job *batchv1.Job, pods []*corev1.Pod, req validation.SyncFie
 
 // baseFromRequest checks a full snapshot of a stream, its pods converted,
 // and makes it the base of later deltas.
-func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod) (*baseSnapshot, error) {
+func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod, annotations []engine.PodAnnotations) (*baseSnapshot, error) {
 	if err := apierr.Invalid("invalid PlanSync snapshot", validation.Snapshot(req, pods)); err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.
 	}
 	slots := make([]slot, n)
 	for i, p := range pods {
-		slots[i] = slot{pod: p, view: engine.View(p, b.finalizer)}
+		slots[i] = newSlot(p, annotationsAt(annotations, i, p), b.finalizer)
 		b.order[i] = &slots[i]
 		b.index[string(p.UID)] = &slots[i]
 	}
@@ -123,7 +123,7 @@ func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.
 // applyDelta takes the stream's snapshot the delta is based on, checks the
 // delta (its upserted pods converted) against it and applies it. The base
 // is out of the store until planned: any error drops it (dispose).
-func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod) (*baseSnapshot, error) {
+func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod, annotations []engine.PodAnnotations) (*baseSnapshot, error) {
 	b := bases.take(d.GetJobUid())
 	if b == nil || b.id != d.GetBaseId() || d.GetBaseId() == "" {
 		b.dispose()
@@ -153,20 +153,39 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, 
 	b.setFinalizer(d.GetTrackingFinalizer())
 	var added []*slot
 	renamed := false
-	for _, pod := range upserted {
+	for i, pod := range upserted {
+		upsert := newSlot(pod, annotationsAt(annotations, i, pod), b.finalizer)
 		if s, ok := b.index[string(pod.UID)]; ok {
 			renamed = renamed || s.pod.Name != pod.Name
 			*s.pod = corev1.Pod{}
-			s.pod, s.view = pod, engine.View(pod, b.finalizer)
+			*s = upsert
 			continue
 		}
-		s := &slot{pod: pod, view: engine.View(pod, b.finalizer)}
+		s := &upsert
 		b.index[string(pod.UID)] = s
 		added = append(added, s)
 	}
 	b.reorder(len(d.GetRemovedPodUids()) > 0, added, renamed)
 	b.id = id
 	return b, nil
+}
+
+// annotationsAt are the annotations a sync reads of pods[i], p: from
+// annotations when the pods were decoded without them, else from p's map.
+func annotationsAt(annotations []engine.PodAnnotations, i int, p *corev1.Pod) engine.PodAnnotations {
+	if annotations == nil {
+		return engine.AnnotationsOf(p)
+	}
+	return annotations[i]
+}
+
+// views are the engine's views of pods, decoded without their annotations.
+func views(pods []*corev1.Pod, annotations []engine.PodAnnotations, finalizer string) []engine.PodView {
+	out := make([]engine.PodView, len(pods))
+	for i, p := range pods {
+		out[i] = engine.ViewWith(p, finalizer, annotations[i])
+	}
+	return out
 }
 
 // podConverter converts the pods of a request, n at a time in chunks,

@@ -12,7 +12,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/lib/podwire"
 	"github.com/jobplane/jobplane/services/planner/internal/engine"
 	"github.com/jobplane/jobplane/services/planner/internal/sim"
 )
@@ -127,5 +129,48 @@ func TestPodLabelsDoNotChangeThePlan(t *testing.T) {
 	}
 	if labelled < 100 {
 		t.Errorf("only %d pods with labels in the corpus", labelled)
+	}
+}
+
+// The pods decoded from the wire keep the annotations a sync reads beside
+// them, out of their maps: every corpus request plans, unary and streamed
+// in full, the same bytes as the same request decoded into messages and
+// converted, maps and all.
+func TestPlansFromTheWireAreTheMessagesPlans(t *testing.T) {
+	annotated := 0
+	for name, req := range corpusRequests(t) {
+		want, wantErr := planRequest(req, syncSettings{})
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if grpcserver.Unmarshal(b, &jobplanev1.PlanSyncRequest{}) != nil {
+			continue // what fuzzing kept that the codec refuses
+		}
+		var unary unaryRequest
+		if err := unary.UnmarshalWire(b); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if unary.annotations != nil {
+			annotated++
+		}
+		got, gotErr := planSync(unary.msg, unary.pods, unary.annotations, syncSettings{})
+		unary.release()
+		if (wantErr == nil) != (gotErr == nil) || !proto.Equal(got, want) {
+			t.Fatalf("%s: the unary plan from the wire differs (%v, %v)", name, gotErr, wantErr)
+		}
+		var streamed streamRequest
+		if err := streamed.UnmarshalWire(wrapped(podwire.StreamRequestRequest, b)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		bases := newSnapshotStore(DefaultStreamSnapshotMaxPods).stream()
+		got, gotErr = planStreamed(bases, &streamed, syncSettings{})
+		bases.close()
+		if (wantErr == nil) != (gotErr == nil) || !proto.Equal(got, want) {
+			t.Fatalf("%s: the streamed plan from the wire differs (%v, %v)", name, gotErr, wantErr)
+		}
+	}
+	if annotated < 100 {
+		t.Errorf("only %d requests decoded with their annotations beside the pods", annotated)
 	}
 }

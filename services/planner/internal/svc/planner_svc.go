@@ -109,7 +109,7 @@ func (s *PlannerService) planSyncDecoded(ctx context.Context, dec func(any) erro
 		if msg := req.(*jobplanev1.PlanSyncRequest); msg != in.msg { // an interceptor's own
 			return s.PlanSync(ctx, msg)
 		}
-		return planSync(in.msg, in.pods, s.settings)
+		return planSync(in.msg, in.pods, in.annotations, s.settings)
 	}
 	if interceptor == nil {
 		return handler(ctx, in.msg)
@@ -134,16 +134,20 @@ func planRequest(req *jobplanev1.PlanSyncRequest, settings syncSettings) (*jobpl
 		c.IntoKube(p, &slab[i])
 		pods[i] = &slab[i]
 	}
-	return planSync(req, pods, settings)
+	return planSync(req, pods, nil, settings)
 }
 
-// planSync plans the sync of req, whose pods are pods.
-func planSync(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod, settings syncSettings) (*jobplanev1.PlanSyncResponse, error) {
+// planSync plans the sync of req, whose pods are pods, and the annotations
+// a sync reads of them annotations (nil: in their maps).
+func planSync(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod, annotations []engine.PodAnnotations, settings syncSettings) (*jobplanev1.PlanSyncResponse, error) {
 	snap, err := snapshotFromRequest(req, pods)
 	if err != nil {
 		return nil, err
 	}
 	settings.apply(snap)
+	if annotations != nil {
+		snap.Views = views(pods, annotations, snap.TrackingFinalizer)
+	}
 	return &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(engine.Sync(snap))}, nil
 }
 
@@ -189,7 +193,7 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, settings syncSetti
 		req.release()
 		return nil, apierr.Invalid("invalid StreamPlanSync request", field.ErrorList{field.Invalid(field.NewPath("delta"), field.OmitValueType{}, "exactly one of request and delta may be set")})
 	case delta != nil:
-		b, err = applyDelta(bases, req.msg.GetId(), delta, req.deltaPods)
+		b, err = applyDelta(bases, req.msg.GetId(), delta, req.deltaPods, req.deltaAnnotations)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +202,7 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, settings syncSetti
 		if uid := full.GetJob().GetMetadata().GetUid(); uid != "" {
 			bases.take(uid).dispose() // superseded, whatever comes of this request
 		}
-		b, err = baseFromRequest(req.msg.GetId(), full, req.requestPods)
+		b, err = baseFromRequest(req.msg.GetId(), full, req.requestPods, req.requestAnnotations)
 		if err != nil {
 			req.release()
 			return nil, err

@@ -79,9 +79,15 @@ func (b *baseSnapshot) dispose() {
 
 // slot is a pod of a kept snapshot, converted, and its engine view.
 type slot struct {
-	pod     *corev1.Pod
-	view    engine.PodView
-	removed bool
+	pod *corev1.Pod
+	// annotations are those a sync reads of the pod, not in its map.
+	annotations engine.PodAnnotations
+	view        engine.PodView
+	removed     bool
+}
+
+func newSlot(p *corev1.Pod, annotations engine.PodAnnotations, finalizer string) slot {
+	return slot{pod: p, annotations: annotations, view: engine.ViewWith(p, finalizer, annotations)}
 }
 
 func canonical(a, b *slot) int {
@@ -122,7 +128,7 @@ func (b *baseSnapshot) setFinalizer(f string) {
 	}
 	b.finalizer = f
 	for _, s := range b.order {
-		s.view = engine.View(s.pod, f)
+		s.view = engine.ViewWith(s.pod, f, s.annotations)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/podwire"
+	"github.com/jobplane/jobplane/services/planner/internal/engine"
 )
 
 // The planner's requests hold up to 100,000 pods, whose strings vtprotobuf's
@@ -19,19 +20,45 @@ import (
 // (ServiceDesc), StreamPlanSync's into a streamRequest, their pods straight
 // into Kubernetes pods.
 
+// The pods are decoded with the annotations a sync reads kept out of their
+// maps (engine.AnnotationKeys), beside them: most pods then have no map
+// (an Indexed Job's carry only their completion index), two allocations
+// fewer a pod. A request's annotations are nil when its pods were decoded
+// as messages (an encoding left to the codec), whose maps hold them.
+
+// newPodDecoder is a decoder of n pods taking the annotations a sync reads.
+func newPodDecoder(n int) *podwire.Decoder {
+	d := podwire.NewDecoder(n)
+	d.Take(engine.AnnotationKeys[:]...)
+	return d
+}
+
+// decodePod decodes b into out, its annotations a sync reads answered.
+func decodePod(d *podwire.Decoder, b []byte, out *corev1.Pod, shared bool) (engine.PodAnnotations, error) {
+	var v [len(engine.AnnotationKeys)]string
+	decode := d.DecodeTaking
+	if shared {
+		decode = d.DecodeSharedTaking
+	}
+	err := decode(b, out, v[:])
+	return engine.PodAnnotations{CompletionIndex: v[0], FailureCount: v[1], IgnoredFailureCount: v[2]}, err
+}
+
 // fullPods decodes the pods of a full snapshot together: into one array
 // (podSlab), their strings views of the request's bytes.
 type fullPods struct {
-	decoder *podwire.Decoder
-	slab    []corev1.Pod
-	pods    []*corev1.Pod
+	decoder     *podwire.Decoder
+	slab        []corev1.Pod
+	pods        []*corev1.Pod
+	annotations []engine.PodAnnotations
 	// release gives back the array.
 	release func()
 }
 
 func newFullPods(n int) *fullPods {
 	slab, release := podSlab(n)
-	return &fullPods{decoder: podwire.NewDecoder(n), slab: slab, pods: make([]*corev1.Pod, 0, n), release: release}
+	return &fullPods{decoder: newPodDecoder(n), slab: slab, pods: make([]*corev1.Pod, 0, n),
+		annotations: make([]engine.PodAnnotations, 0, n), release: release}
 }
 
 // decode merges b, an encoded PlanSyncRequest whose pods were counted, into
@@ -40,15 +67,18 @@ func (p *fullPods) decode(b []byte, m *jobplanev1.PlanSyncRequest) error {
 	return eachField(b, isPlanSyncRequestPods, unmarshalRun(m), func(_ protowire.Number, v []byte) error {
 		pod := &p.slab[len(p.pods)]
 		p.pods = append(p.pods, pod)
-		return p.decoder.DecodeShared(v, pod)
+		a, err := decodePod(p.decoder, v, pod, true)
+		p.annotations = append(p.annotations, a)
+		return err
 	})
 }
 
 // unaryRequest is a PlanSync request as the planner decodes it: the
 // message, whose pods are not read, and its pods as Kubernetes pods.
 type unaryRequest struct {
-	msg  *jobplanev1.PlanSyncRequest
-	pods []*corev1.Pod
+	msg         *jobplanev1.PlanSyncRequest
+	pods        []*corev1.Pod
+	annotations []engine.PodAnnotations
 	// releasePods gives back the array of pods (podSlab); nil when there
 	// is none.
 	releasePods func()
@@ -73,7 +103,7 @@ func (r *unaryRequest) UnmarshalWire(b []byte) error {
 	full := newFullPods(n.requestPods)
 	*r = unaryRequest{msg: &jobplanev1.PlanSyncRequest{}, releasePods: full.release}
 	err := full.decode(b, r.msg)
-	r.pods = full.pods
+	r.pods, r.annotations = full.pods, full.annotations
 	return err
 }
 
@@ -90,8 +120,10 @@ func (r *unaryRequest) release() {
 // the message, whose pods are not read, and its pods as Kubernetes pods.
 type streamRequest struct {
 	msg *jobplanev1.StreamPlanSyncRequest
-	// requestPods are msg.Request's pods; deltaPods msg.Delta's upserted.
-	requestPods, deltaPods []*corev1.Pod
+	// requestPods are msg.Request's pods; deltaPods msg.Delta's upserted;
+	// the annotations of each.
+	requestPods, deltaPods               []*corev1.Pod
+	requestAnnotations, deltaAnnotations []engine.PodAnnotations
 	// releasePods gives back the array of requestPods (podSlab) unless
 	// the request became a base, which took it; nil when there is none.
 	releasePods func()
@@ -126,7 +158,7 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 	// A full snapshot's pods are kept together, in one array, their strings
 	// views of b, the request's bytes (the codec's copy); a delta's each
 	// alone (kept in a base, they would keep each other alive).
-	full, alone := newFullPods(n.requestPods), podwire.NewDecoder(1)
+	full, alone := newFullPods(n.requestPods), newPodDecoder(1)
 	r.releasePods = full.release
 	return eachField(b, isRequestOrDelta, unmarshalRun(r.msg), func(num protowire.Number, v []byte) error {
 		// The field may appear more than once: its messages merge, as
@@ -136,17 +168,20 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 				r.msg.Request = &jobplanev1.PlanSyncRequest{}
 			}
 			err := full.decode(v, r.msg.Request)
-			r.requestPods = full.pods
+			r.requestPods, r.requestAnnotations = full.pods, full.annotations
 			return err
 		}
 		if r.msg.Delta == nil {
 			r.msg.Delta = &jobplanev1.PlanSyncDelta{}
 			r.deltaPods = make([]*corev1.Pod, 0, n.deltaPods)
+			r.deltaAnnotations = make([]engine.PodAnnotations, 0, n.deltaPods)
 		}
 		return eachField(v, isPlanSyncDeltaPods, unmarshalRun(r.msg.Delta), func(_ protowire.Number, v []byte) error {
 			p := &corev1.Pod{}
 			r.deltaPods = append(r.deltaPods, p)
-			return alone.Decode(v, p)
+			a, err := decodePod(alone, v, p, false)
+			r.deltaAnnotations = append(r.deltaAnnotations, a)
+			return err
 		})
 	})
 }

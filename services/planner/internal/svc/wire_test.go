@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,10 +13,12 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/podwire"
+	"github.com/jobplane/jobplane/services/planner/internal/engine"
 )
 
 // checkDecodesAsUnmarshalVT checks that b decodes, as a unaryRequest and as
@@ -49,8 +52,49 @@ func checkUnaryRequestDecoding(t testing.TB, b []byte) {
 	if !proto.Equal(got.msg, m) {
 		t.Fatalf("decoded %v, the codec %v", got.msg, m)
 	}
-	if diff := cmp.Diff(want, got.pods); diff != "" {
-		t.Fatalf("pods differ (-codec +decoded):\n%s", diff)
+	checkPods(t, "pods", want, got.pods, got.annotations)
+}
+
+// checkPods checks that pods decoded with the annotations a sync reads
+// kept beside them (annotations; nil when left in the maps) are the
+// converted pods want.
+func checkPods(t testing.TB, what string, want, pods []*corev1.Pod, annotations []engine.PodAnnotations) {
+	t.Helper()
+	got := pods
+	if annotations != nil {
+		got = slices.Clone(pods)
+	}
+	for i, p := range pods {
+		if annotations == nil {
+			break
+		}
+		got[i] = p.DeepCopy()
+		a := annotations[i]
+		for j, v := range []string{a.CompletionIndex, a.FailureCount, a.IgnoredFailureCount} {
+			if v == "" {
+				continue
+			}
+			if got[i].Annotations == nil {
+				got[i].Annotations = map[string]string{}
+			}
+			got[i].Annotations[engine.AnnotationKeys[j]] = v
+		}
+	}
+	// An annotation taken with an empty value is absent: so is it there.
+	want = slices.Clone(want)
+	for i, p := range want {
+		for _, k := range engine.AnnotationKeys {
+			if v, ok := p.Annotations[k]; ok && v == "" && annotations != nil {
+				want[i] = p.DeepCopy()
+				delete(want[i].Annotations, k)
+				if len(want[i].Annotations) == 0 {
+					want[i].Annotations = nil
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("%s differ (-codec +decoded):\n%s", what, diff)
 	}
 }
 
@@ -75,12 +119,8 @@ func checkStreamRequestDecoding(t testing.TB, b []byte) {
 	if !proto.Equal(withoutPods(got.msg), withoutPods(want.msg)) {
 		t.Fatalf("decoded %v, the codec %v", withoutPods(got.msg), withoutPods(want.msg))
 	}
-	if diff := cmp.Diff(want.requestPods, got.requestPods); diff != "" {
-		t.Fatalf("request pods differ (-codec +decoded):\n%s", diff)
-	}
-	if diff := cmp.Diff(want.deltaPods, got.deltaPods); diff != "" {
-		t.Fatalf("delta pods differ (-codec +decoded):\n%s", diff)
-	}
+	checkPods(t, "request pods", want.requestPods, got.requestPods, got.requestAnnotations)
+	checkPods(t, "delta pods", want.deltaPods, got.deltaPods, got.deltaAnnotations)
 }
 
 // withoutPods is a copy of m without its pods.
