@@ -1,7 +1,6 @@
 package podwire
 
 import (
-	"fmt"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -34,8 +33,8 @@ type Decoder struct {
 	int64s     chunk.Of[int64]
 	strings    chunk.Of[string]
 	converter  kubeconv.KubePodConverter
-	// taken are the annotation keys kept out of the pods' maps (Take);
-	// values, while a pod is decoded, where their values go.
+	// taken are the annotation keys kept out of the pods' maps (Take),
+	// values their values in the pod decoded last.
 	taken  []string
 	values []string
 }
@@ -54,47 +53,35 @@ func NewDecoder(n int) *Decoder {
 // pods are: zeroing 1 KB each again costs a tenth of the decoding). The pod
 // keeps its own copy of b: a pod kept for long pins its own bytes.
 func (d *Decoder) Decode(b []byte, out *corev1.Pod) error {
-	return d.DecodeTaking(b, out, nil)
+	own := make([]byte, len(b))
+	copy(own, b)
+	return d.decode(own, out)
 }
 
 // DecodeShared is Decode with the pod's strings views of b, which the
 // caller keeps unchanged as long as the pod: for the pods of one request
 // kept together.
-func (d *Decoder) DecodeShared(b []byte, out *corev1.Pod) error {
-	return d.DecodeSharedTaking(b, out, nil)
+func (d *Decoder) DecodeShared(b []byte, out *corev1.Pod) error { return d.decode(b, out) }
+
+// Take keeps the annotations of keys out of the pods' maps: Taken answers
+// their values instead. A pod whose only annotations they are then has no
+// map, which spares two allocations a pod (an Indexed Job's pods carry
+// only their completion index).
+func (d *Decoder) Take(keys ...string) {
+	d.taken, d.values = keys, make([]string, len(keys))
 }
 
-// Take keeps the annotations of keys out of the pods' maps: DecodeTaking
-// and DecodeSharedTaking answer their values instead. A pod whose only
-// annotations they are then has no map, which spares two allocations a pod
-// (an Indexed Job's pods carry only their completion index).
-func (d *Decoder) Take(keys ...string) { d.taken = keys }
+// Taken are the values of the annotations taken (Take) of the pod decoded
+// last, in the order of their keys ("" when absent); the next decoding
+// overwrites them.
+func (d *Decoder) Taken() []string { return d.values }
 
-// DecodeTaking is Decode with the values of the annotations taken (Take)
-// written into values, in the order of their keys ("" when absent), not
-// into the pod's map.
-func (d *Decoder) DecodeTaking(b []byte, out *corev1.Pod, values []string) error {
-	own := make([]byte, len(b))
-	copy(own, b)
-	return d.decode(own, out, values)
-}
-
-// DecodeSharedTaking is DecodeShared with the annotations taken written
-// into values, as DecodeTaking.
-func (d *Decoder) DecodeSharedTaking(b []byte, out *corev1.Pod, values []string) error {
-	return d.decode(b, out, values)
-}
-
-func (d *Decoder) decode(b []byte, out *corev1.Pod, values []string) error {
-	if len(values) != len(d.taken) {
-		return fmt.Errorf("%d values for %d annotations taken", len(values), len(d.taken))
-	}
-	clear(values)
-	d.values = values
+func (d *Decoder) decode(b []byte, out *corev1.Pod) error {
+	clear(d.values)
 	if d.pod(b, out) {
 		return nil
 	}
-	clear(values)
+	clear(d.values)
 	// The slow path: the codec's decoding (vtprotobuf's decoder and the
 	// UTF-8 check), then the conversion.
 	var m jobplanev1.Pod
@@ -104,7 +91,7 @@ func (d *Decoder) decode(b []byte, out *corev1.Pod, values []string) error {
 	}
 	d.converter.IntoKube(&m, out)
 	for i, key := range d.taken {
-		values[i] = out.Annotations[key]
+		d.values[i] = out.Annotations[key]
 		delete(out.Annotations, key)
 	}
 	if len(d.taken) > 0 && len(out.Annotations) == 0 {

@@ -91,6 +91,9 @@ func (p *pod) unwrap() *corev1.Pod {
 // completionIndex reads a completion index annotation's value; a missing
 // or invalid one is unknownCompletionIndex.
 func completionIndex(v string) int {
+	if v == "" { // absent: no parse, whose error allocates
+		return unknownCompletionIndex
+	}
 	i, err := strconv.Atoi(v)
 	if err != nil || i < 0 {
 		return unknownCompletionIndex
@@ -102,6 +105,9 @@ func completionIndex(v string) int {
 // int32; anything else is 0, as the reference treats a missing or tampered
 // failure count.
 func parseFailureCount(v string) int32 {
+	if v == "" { // absent: no parse, whose error allocates
+		return 0
+	}
 	i, err := strconv.Atoi(v)
 	if err != nil || i < 0 || i > math.MaxInt32 {
 		return 0

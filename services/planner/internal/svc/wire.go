@@ -33,14 +33,16 @@ func newPodDecoder(n int) *podwire.Decoder {
 	return d
 }
 
-// decodePod decodes b into out, its annotations a sync reads answered.
+// decodePod decodes b into out (its strings views of b when shared), the
+// annotations a sync reads of it answered.
 func decodePod(d *podwire.Decoder, b []byte, out *corev1.Pod, shared bool) (engine.PodAnnotations, error) {
-	var v [len(engine.AnnotationKeys)]string
-	decode := d.DecodeTaking
+	var err error
 	if shared {
-		decode = d.DecodeSharedTaking
+		err = d.DecodeShared(b, out)
+	} else {
+		err = d.Decode(b, out)
 	}
-	err := decode(b, out, v[:])
+	v := d.Taken()
 	return engine.PodAnnotations{CompletionIndex: v[0], FailureCount: v[1], IgnoredFailureCount: v[2]}, err
 }
 
