@@ -80,14 +80,6 @@ func (p *pod) terminating() bool { return !p.terminal() && p.deleting }
 
 func (p *pod) isReady() bool { return p.ready }
 
-// unwrap is the Kubernetes pod; nil for nil.
-func (p *pod) unwrap() *corev1.Pod {
-	if p == nil {
-		return nil
-	}
-	return p.Pod
-}
-
 // completionIndex reads a completion index annotation's value; a missing
 // or invalid one is unknownCompletionIndex.
 func completionIndex(v string) int {
