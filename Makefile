@@ -29,8 +29,8 @@ test: lint cluster-bins ## Every test: lint, unit, gRPC, integration (real kube-
 	go test -run '^$$' -fuzz '^FuzzPlanSync$$' -fuzztime 30s -fuzzminimizetime 50x ./services/planner/internal/svc/
 	go test -run '^$$' -fuzz '^FuzzPlanSyncDelta$$' -fuzztime 20s -fuzzminimizetime 50x ./services/planner/internal/svc/
 	go test -run '^$$' -fuzz '^FuzzDecodeStreamRequest$$' -fuzztime 15s -fuzzminimizetime 50x ./services/planner/internal/svc/
-	go test -run '^$$' -fuzz '^FuzzDecodePod$$' -fuzztime 15s -fuzzminimizetime 50x ./services/planner/internal/podwire/
-	go test -run '^$$' -fuzz '^FuzzAppendPod$$' -fuzztime 15s -fuzzminimizetime 50x ./lib/kubeconv/
+	go test -run '^$$' -fuzz '^FuzzDecodePod$$' -fuzztime 15s -fuzzminimizetime 50x ./lib/podwire/
+	go test -run '^$$' -fuzz '^FuzzAppendPod$$' -fuzztime 15s -fuzzminimizetime 50x ./lib/podwire/
 
 .PHONY: test-unit
 test-unit: ## Unit and gRPC tests, no cluster binaries (go test -short).
@@ -39,8 +39,8 @@ test-unit: ## Unit and gRPC tests, no cluster binaries (go test -short).
 .PHONY: fuzz
 fuzz: ## Fuzz PlanSync, its deltas and the pods' wire encoding for FUZZTIME each (default 10m), then keep what they found in the committed corpora.
 	for spec in FuzzPlanSync:services/planner/internal/svc FuzzPlanSyncDelta:services/planner/internal/svc \
-		FuzzDecodeStreamRequest:services/planner/internal/svc FuzzDecodePod:services/planner/internal/podwire \
-		FuzzAppendPod:lib/kubeconv; do \
+		FuzzDecodeStreamRequest:services/planner/internal/svc FuzzDecodePod:lib/podwire \
+		FuzzAppendPod:lib/podwire; do \
 		target=$${spec%%:*} dir=$${spec#*:}; \
 		go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(or $(FUZZTIME),10m) -fuzzminimizetime 200x ./$$dir/; \
 		mkdir -p $$dir/testdata/fuzz/$$target; \
