@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -381,13 +382,15 @@ func (c *Controller) Execute(ctx context.Context, namespace, name string, uid ty
 	if err := c.checkPodRefs(ctx, job, p); err != nil {
 		return nil, nil, err
 	}
-	pods, err := c.PodsOf(job)
-	if err != nil {
-		return nil, nil, err
-	}
-	podGroup, err := c.gang.Ensure(ctx, job, pods)
-	if err != nil {
-		return nil, nil, fromKube(err)
+	var podGroup *schedulingv1alpha2.PodGroup
+	if c.gang != nil { // the Job's pods listed again only for gang scheduling
+		pods, err := c.PodsOf(job)
+		if err != nil {
+			return nil, nil, err
+		}
+		if podGroup, err = c.gang.Ensure(ctx, job, pods); err != nil {
+			return nil, nil, fromKube(err)
+		}
 	}
 	outcomes, after, _ := c.perform(ctx, key, job, p, podGroup)
 	return outcomes, after, nil
