@@ -47,9 +47,10 @@
 #   MEMORY_PODS=10000 MEMORY_SETTLE=130s (each memory reading watches the heaps
 #     this long: past the runtime's forced collection every 2 minutes)
 #   KCM_CONTROLLERS (kube-controller-manager's --controllers; all but for memory)
-#   PROFILE_SECONDS=0: when set, a CPU profile of the executor and of the
-#     planner over that many seconds (at most 50) from 5 s into each
-#     jobplane run, kept beside the results (go tool pprof FILE)
+#   PROFILE_SECONDS=0: when set, CPU profiles of the executor and of the
+#     planner, back to back in windows of that many seconds (at most 50)
+#     from 5 s into each jobplane run to its end, merged into one file per
+#     service kept beside the results (go tool pprof FILE)
 # Results (JSON lines), the services' logs and their /metrics at the end of
 # each QPS pair are kept under ${JOBPLANE_CACHE}/bench/runs/.
 set -euo pipefail
@@ -251,12 +252,22 @@ start_services() {
   log "planner on ${planner_addr}, executor ready (metrics ${executor_metrics}, workers ${workers}, ${qps}/${burst})"
 }
 
-# profile NAME: CPU profiles of the executor and the planner, from 5 s on.
+# profile NAME: CPU profiles of the executor and the planner, from 5 s on,
+# in windows of PROFILE_SECONDS until the file ${work}/profiling goes; the
+# windows are merged into one profile per service.
 profile() {
   sleep 5
-  curl -sf "${executor_metrics%/metrics}/debug/pprof/profile?seconds=${profile_seconds}" >"${run_dir}/executor-cpu-$1.pprof" &
-  curl -sf "${planner_metrics%/metrics}/debug/pprof/profile?seconds=${profile_seconds}" >"${run_dir}/planner-cpu-$1.pprof"
-  wait
+  local window=0 service
+  while [[ -e ${work}/profiling ]]; do
+    curl -sf "${executor_metrics%/metrics}/debug/pprof/profile?seconds=${profile_seconds}" >"${work}/executor-cpu-${window}.pprof" &
+    curl -sf "${planner_metrics%/metrics}/debug/pprof/profile?seconds=${profile_seconds}" >"${work}/planner-cpu-${window}.pprof" || true
+    wait
+    window=$((window + 1))
+  done
+  for service in executor planner; do
+    go tool pprof -proto "${work}/${service}"-cpu-*.pprof >"${run_dir}/${service}-cpu-$1.pprof" 2>/dev/null || true
+    rm -f "${work}/${service}"-cpu-*.pprof
+  done
 }
 
 log "building planner, executor and the driver"
@@ -307,13 +318,20 @@ for pair in ${qps_pairs}; do
       else
         scenario_args=(-jobs "${jobs}" -job-completions "${job_completions}" -job-parallelism "${job_parallelism}")
       fi
+      profiler=
       if [[ ${variant} == jobplane ]] && ((profile_seconds > 0)); then
+        touch "${work}/profiling"
         profile "${scenario}-${label}" &
+        profiler=$!
       fi
       timeout "${driver_timeout}" "${work}/bench" "${scenario}" -kubeconfig "${kubeconfig}" -variant "${variant}" \
         -qps "${pair}" -results "${results}" -timeout "${scenario_timeout}" \
         -kcm-metrics "${kcm_url}/metrics" -executor-metrics "${executor_metrics}" -planner-metrics "${planner_metrics}" \
         -completions "${size}" -parallelism "${parallelism}" -beside "${beside}" "${scenario_args[@]}" >/dev/null
+      if [[ -n ${profiler} ]]; then
+        rm -f "${work}/profiling"
+        wait "${profiler}" || true
+      fi
     done
   done
   curl -sf "${executor_metrics}" >"${run_dir}/executor-metrics-${label}.txt" || true

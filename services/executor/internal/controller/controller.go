@@ -163,8 +163,11 @@ func New(cfg Config) (*Controller, error) {
 	if err := jobInformer.Informer().SetTransform(c.trimJob); err != nil {
 		return nil, fmt.Errorf("trimming the Job cache: %w", err)
 	}
-	if err := podInformer.Informer().AddIndexers(cache.Indexers{controllerUIDIndex: indexByController}); err != nil {
-		return nil, fmt.Errorf("adding the pod controller index: %w", err)
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{
+		controllerUIDIndex:   indexByController,
+		finalizerHolderIndex: c.indexFinalizerHolders,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the pod indexes: %w", err)
 	}
 	c.podIndex = podInformer.Informer().GetIndexer()
 	c.pods.wrote = c.podWritten

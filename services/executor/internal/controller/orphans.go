@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 )
@@ -31,6 +32,69 @@ func parseOrphanKey(key orphanKey) (namespace, name, selector string) {
 		return namespace, "", selector
 	}
 	return namespace, rest, ""
+}
+
+// finalizerHolderIndex indexes the pods holding the tracking finalizer by
+// namespace (holdersKey) and, for those with the controller-uid label, by
+// namespace and its value (holdersWithUIDKey): a Job's generated selector
+// requires that label, so the pods it can match are found without a scan.
+const finalizerHolderIndex = "jobplane.dev/finalizer-holders"
+
+func holdersKey(namespace string) string { return namespace }
+
+func holdersWithUIDKey(namespace, uid string) string { return namespace + "/" + uid }
+
+// indexFinalizerHolders is the index function of finalizerHolderIndex.
+func (c *Controller) indexFinalizerHolders(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || !c.hasFinalizer(pod) {
+		return nil, nil
+	}
+	if uid, ok := pod.Labels[batchv1.ControllerUidLabel]; ok {
+		return []string{holdersKey(pod.Namespace), holdersWithUIDKey(pod.Namespace, uid)}, nil
+	}
+	return []string{holdersKey(pod.Namespace)}, nil
+}
+
+// holdersMatching are the pods of namespace holding the finalizer that
+// selector matches. The reference lists every pod of the namespace the
+// selector matches, once per finished Job: a cost that grows with the
+// namespace's pods, for pods that mostly hold no finalizer any more.
+func (c *Controller) holdersMatching(namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	indexKey := holdersKey(namespace)
+	if uid, ok := requiredValue(selector, batchv1.ControllerUidLabel); ok {
+		indexKey = holdersWithUIDKey(namespace, uid)
+	}
+	holders, err := c.podIndex.ByIndex(finalizerHolderIndex, indexKey)
+	if err != nil {
+		return nil, err
+	}
+	var pods []*corev1.Pod
+	for _, obj := range holders {
+		if pod := obj.(*corev1.Pod); selector.Matches(labels.Set(pod.Labels)) {
+			pods = append(pods, pod)
+		}
+	}
+	return pods, nil
+}
+
+// requiredValue is the one value selector requires label to have, if it
+// requires one.
+func requiredValue(selector labels.Selector, label string) (string, bool) {
+	requirements, selectable := selector.Requirements()
+	if !selectable {
+		return "", false
+	}
+	for _, r := range requirements {
+		if r.Key() != label || r.Values().Len() != 1 {
+			continue
+		}
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			return r.Values().UnsortedList()[0], true
+		}
+	}
+	return "", false
 }
 
 func (c *Controller) enqueueOrphan(pod *corev1.Pod) {
@@ -84,7 +148,7 @@ func (c *Controller) syncOrphan(ctx context.Context, key orphanKey) error {
 	if err != nil {
 		return fmt.Errorf("invalid selector %q: %w", selectorText, err)
 	}
-	pods, err := c.podStore.Pods(namespace).List(selector)
+	pods, err := c.holdersMatching(namespace, selector)
 	if err != nil {
 		return err
 	}

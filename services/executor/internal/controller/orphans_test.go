@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 )
@@ -107,6 +108,46 @@ func TestOrphanFinalizerCleanup(t *testing.T) {
 		key:         bySelector("batch.kubernetes.io/controller-uid=done-uid"),
 		wantPatches: map[string][]string{"tracked": {removeFinalizer("tracked")}},
 	}, {
+		name: "selector of a finished Job: a pod of another namespace with its labels and our finalizer untouched",
+		objects: []runtime.Object{done,
+			newPod("tracked", done, succeeded),
+			newPod("elsewhere", done, succeeded, inNamespace("team-b")),
+		},
+		key:         bySelector("batch.kubernetes.io/controller-uid=done-uid"),
+		wantPatches: map[string][]string{"tracked": {removeFinalizer("tracked")}},
+	}, {
+		// A manual selector need not require the controller-uid label: every
+		// pod of the namespace holding the finalizer is a candidate.
+		name: "manual selector of a finished Job: the pods it matches released, those it does not untouched",
+		objects: []runtime.Object{
+			newPod("matched", nil, withLabels(map[string]string{"app": "batch", "tier": "a"})),
+			newPod("other-tier", nil, withLabels(map[string]string{"app": "batch", "tier": "b"})),
+			newPod("uid-labelled", nil, withLabels(map[string]string{"app": "batch", "tier": "a", batchv1.ControllerUidLabel: "x"})),
+		},
+		key: bySelector("app=batch,tier=a"),
+		wantPatches: map[string][]string{
+			"matched":      {removeFinalizer("matched")},
+			"uid-labelled": {removeFinalizer("uid-labelled")},
+		},
+	}, {
+		name: "selector requiring a controller-uid and another label: pods with the uid but not the label untouched",
+		objects: []runtime.Object{
+			newPod("both", nil, withLabels(map[string]string{batchv1.ControllerUidLabel: "x", "app": "batch"})),
+			newPod("uid-only", nil, withLabels(map[string]string{batchv1.ControllerUidLabel: "x"})),
+			newPod("other-uid", nil, withLabels(map[string]string{batchv1.ControllerUidLabel: "y", "app": "batch"})),
+		},
+		key:         bySelector("app=batch,batch.kubernetes.io/controller-uid in (x)"),
+		wantPatches: map[string][]string{"both": {removeFinalizer("both")}},
+	}, {
+		name: "selector allowing two controller-uids: the pods of both released",
+		objects: []runtime.Object{
+			newPod("x", nil, withLabels(map[string]string{batchv1.ControllerUidLabel: "x"})),
+			newPod("y", nil, withLabels(map[string]string{batchv1.ControllerUidLabel: "y"})),
+			newPod("z", nil, withLabels(map[string]string{batchv1.ControllerUidLabel: "z"})),
+		},
+		key:         bySelector("batch.kubernetes.io/controller-uid in (x,y)"),
+		wantPatches: map[string][]string{"x": {removeFinalizer("x")}, "y": {removeFinalizer("y")}},
+	}, {
 		name:        "selector of a deleted Job: its pods released",
 		objects:     []runtime.Object{newPod("a", done), newPod("b", done)},
 		key:         bySelector("batch.kubernetes.io/controller-uid=done-uid"),
@@ -164,5 +205,33 @@ func TestOrphansAreServedByNamespaceInTurn(t *testing.T) {
 	}
 	if want := []string{"team-a", "team-b", "team-a", "team-a"}; !reflect.DeepEqual(namespaces, want) {
 		t.Errorf("served %v, want %v", namespaces, want)
+	}
+}
+
+func TestRequiredValueIsTheOneValueALabelMustHave(t *testing.T) {
+	cases := []struct {
+		selector string
+		want     string
+		wantOK   bool
+	}{
+		{"batch.kubernetes.io/controller-uid=x", "x", true},
+		{"batch.kubernetes.io/controller-uid==x", "x", true},
+		{"app=a,batch.kubernetes.io/controller-uid in (x)", "x", true},
+		{"batch.kubernetes.io/controller-uid in (x,y)", "", false},
+		{"batch.kubernetes.io/controller-uid!=x", "", false},
+		{"batch.kubernetes.io/controller-uid notin (x)", "", false},
+		{"batch.kubernetes.io/controller-uid", "", false},
+		{"app=a", "", false},
+		{"", "", false},
+	}
+	for _, tc := range cases {
+		selector, err := labels.Parse(tc.selector)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.selector, err)
+		}
+		got, ok := requiredValue(selector, batchv1.ControllerUidLabel)
+		if got != tc.want || ok != tc.wantOK {
+			t.Errorf("requiredValue(%q) = %q, %v; want %q, %v", tc.selector, got, ok, tc.want, tc.wantOK)
+		}
 	}
 }
