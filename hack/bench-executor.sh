@@ -44,7 +44,8 @@
 #   JOBS=SIZE/4 JOB_COMPLETIONS=4 JOB_PARALLELISM=2
 #   TENANT_JOBS=200 TENANT_JOB_COMPLETIONS=4 TENANT_JOB_PARALLELISM=4 TENANT_POD_RUNTIME=2s
 #   SCENARIOS="big many" (or any of big, many, tenants, memory) NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
-#   MEMORY_PODS=10000 MEMORY_SETTLE=130s (each memory reading watches the heaps
+#   MEMORY_PODS=10000 MEMORY_INDEXED= (1: the pods as Indexed Jobs', a
+#     completion index label and annotation each) MEMORY_SETTLE=130s (each memory reading watches the heaps
 #     this long: past the runtime's forced collection every 2 minutes)
 #   KCM_CONTROLLERS (kube-controller-manager's --controllers; all but for memory)
 #   PROFILE_SECONDS=0: when set, CPU profiles of the executor and of the
@@ -73,6 +74,7 @@ tenant_pod_runtime=${TENANT_POD_RUNTIME:-2s}
 scenarios=${SCENARIOS:-"big many"}
 memory_pods=${MEMORY_PODS:-10000}
 memory_settle=${MEMORY_SETTLE:-130s}
+memory_indexed=${MEMORY_INDEXED:+-indexed}
 profile_seconds=${PROFILE_SECONDS:-0}
 kcm_controllers=${KCM_CONTROLLERS:-}
 if [[ -z ${kcm_controllers} && ${scenarios} == memory ]]; then kcm_controllers=job-controller; fi
@@ -303,7 +305,7 @@ for pair in ${qps_pairs}; do
   for scenario in ${scenarios}; do
     if [[ ${scenario} == memory ]]; then
       log "${pair}: memory, ${memory_pods} pods (kube-controller-manager --controllers=${kcm_controllers:-all})"
-      "${work}/bench" memory -kubeconfig "${kubeconfig}" -pods "${memory_pods}" -settle "${memory_settle}" -results "${results}" \
+      "${work}/bench" memory -kubeconfig "${kubeconfig}" -pods "${memory_pods}" ${memory_indexed} -settle "${memory_settle}" -results "${results}" \
         -kcm-metrics "${kcm_url}/metrics" -executor-metrics "${executor_metrics}" | tee "${run_dir}/memory-${label}.md"
       # Where the executor's holds it: go tool pprof -sample_index=inuse_space FILE
       curl -sf "${executor_metrics%/metrics}/debug/pprof/heap?gc=1" >"${run_dir}/executor-heap-memory-${label}.pprof" || true

@@ -269,9 +269,11 @@ func (w *performer) nextStatus(i int) *batchv1.JobStatus {
 // writeStatus replaces the Job's status, with the resourceVersion last seen
 // as precondition: a conflict fails the action and the Job is synced again.
 func (w *performer) writeStatus(ctx context.Context, status batchv1.JobStatus) error {
-	job := w.job.DeepCopy()
+	// w.job is this sync's own copy, and a write does not change what it
+	// sends: the status is replaced on a shallow copy.
+	job := *w.job
 	job.Status = status
-	updated, err := updateStatus(ctx, w.c.cfg.Client, job)
+	updated, err := updateStatus(ctx, w.c.cfg.Client, &job)
 	if err != nil {
 		return fmt.Errorf("writing the status: %w", err)
 	}

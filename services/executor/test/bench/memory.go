@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +25,9 @@ import (
 type memoryResult struct {
 	Scenario string `json:"scenario"` // memory
 	Pods     int    `json:"pods"`
+	// Indexed: the pods were labelled as an Indexed Job's, each with its
+	// own completion index.
+	Indexed bool `json:"indexed,omitempty"`
 	// Live heap (the least heap in use seen over the settle window: just
 	// after a collection) and resident memory, before the pods and after.
 	ExecutorHeap, KCMHeap [2]float64
@@ -38,6 +43,7 @@ func memory(args []string) error {
 	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
 	pods := fs.Int("pods", 10000, "pods created")
+	indexed := fs.Bool("indexed", false, "label and annotate the pods as 10 Indexed Jobs' pods: each with its own completion index")
 	executorMetrics := fs.String("executor-metrics", "", "URL of the executor's /metrics")
 	kcmMetrics := fs.String("kcm-metrics", "", "URL of kube-controller-manager's /metrics (TLS not verified)")
 	settle := fs.Duration("settle", 130*time.Second, "how long each measurement watches the heaps: past the runtime's forced collection (every 2 minutes), so that the least heap in use seen is the live heap")
@@ -65,7 +71,7 @@ func memory(args []string) error {
 	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	res := memoryResult{Scenario: "memory", Pods: *pods}
+	res := memoryResult{Scenario: "memory", Pods: *pods, Indexed: *indexed}
 	urls := [2]string{*executorMetrics, *kcmMetrics}
 	heaps, rss, err := watchMemory(ctx, urls, *settle)
 	if err != nil {
@@ -73,7 +79,7 @@ func memory(args []string) error {
 	}
 	res.ExecutorHeap[0], res.KCMHeap[0], res.ExecutorRSS[0], res.KCMRSS[0] = heaps[0], heaps[1], rss[0], rss[1]
 	log.Printf("creating %d pods in %s", *pods, ns)
-	if err := createPods(ctx, client, ns, *pods); err != nil {
+	if err := createPods(ctx, client, ns, *pods, *indexed); err != nil {
 		return err
 	}
 	heaps, rss, err = watchMemory(ctx, urls, *settle)
@@ -117,8 +123,10 @@ func watchMemory(ctx context.Context, urls [2]string, settle time.Duration) (hea
 }
 
 // createPods creates n pods as 10 Jobs' (labels, a template's spec), 64 at
-// a time.
-func createPods(ctx context.Context, client kubernetes.Interface, ns string, n int) error {
+// a time; indexed: as 10 Indexed Jobs', whose pods each carry their
+// completion index in a label and an annotation, so no two pods of a Job
+// have the same labels.
+func createPods(ctx context.Context, client kubernetes.Interface, ns string, n int, indexed bool) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -138,6 +146,13 @@ func createPods(ctx context.Context, client kubernetes.Interface, ns string, n i
 						Containers:                    []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", "echo done"}}},
 					},
 				}
+				if indexed {
+					index := strconv.FormatInt(i/10, 10)
+					pod.Labels[batchv1.JobCompletionIndexAnnotation] = index
+					pod.Annotations = map[string]string{batchv1.JobCompletionIndexAnnotation: index}
+					pod.Spec.Hostname = job + "-" + index
+					pod.Spec.Subdomain = job
+				}
 				if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 					errs <- err
 					return
@@ -152,6 +167,9 @@ func createPods(ctx context.Context, client kubernetes.Interface, ns string, n i
 
 func writeMemory(r memoryResult) {
 	perPod := func(v [2]float64) float64 { return (v[1] - v[0]) / float64(r.Pods) / 1024 }
+	if r.Indexed {
+		fmt.Println("Pods labelled and annotated as 10 Indexed Jobs' (a completion index each).")
+	}
 	fmt.Printf("| %d pods | heap before | heap after | heap per pod (KiB) | RSS before | RSS after | RSS per pod (KiB) |\n|---|---:|---:|---:|---:|---:|---:|\n", r.Pods)
 	row := func(name string, heap, rss [2]float64) {
 		fmt.Printf("| %s | %.0f MiB | %.0f MiB | %.2f | %.0f MiB | %.0f MiB | %.2f |\n", name,
