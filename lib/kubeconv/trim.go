@@ -1,12 +1,15 @@
 package kubeconv
 
 import (
+	"hash/maphash"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TrimForCache is an informer transform (client-go's SetTransform): what an
@@ -30,35 +33,44 @@ func TrimForCache(obj any) (any, error) {
 // PodTrimmer is TrimForCache for a pod informer that also shares what pods
 // repeat: strings (namespace, label and annotation keys and values, owner
 // kinds, container names, phases, condition reasons and messages), whole
-// label and annotation maps (the pods of a Job have the same), and the
-// trimmed container lists. Decoded, each pod has its own copy. Names, UIDs
-// and resource versions, each pod's own, are left as they are. Shared
+// label and annotation maps, owner references and finalizer lists (the pods
+// of a Job have the same), and the trimmed container lists. Decoded, each
+// pod has its own copy. Names, UIDs and resource versions, each pod's own,
+// are left as they are. Shared
 // values are never written: a cached object is read only (client-go's
 // rule). Each table is bounded (maxInterned entries, strings of at most
 // maxInternedLen bytes) and starts over when full, so that no run of
 // distinct values can grow it.
 type PodTrimmer struct {
 	mu         sync.Mutex
-	strings    sharedTable[string]
-	maps       sharedTable[map[string]string]
-	containers sharedTable[[]corev1.Container]
+	strings    sharedTable[string, string]
+	maps       sharedTable[uint64, map[string]string]
+	owners     sharedTable[string, []metav1.OwnerReference]
+	finalizers sharedTable[string, []string]
+	containers sharedTable[string, []corev1.Container]
+	seed       maphash.Seed
 }
 
 // sharedTable holds the shared value of each content key, at most
 // maxInterned of them: full, it starts over.
-type sharedTable[V any] struct{ m map[string]V }
+type sharedTable[K comparable, V any] struct{ m map[K]V }
 
 // share is the value shared under key, v itself (now shared) the first
 // time.
-func (t *sharedTable[V]) share(key string, v V) V {
+func (t *sharedTable[K, V]) share(key K, v V) V {
 	if shared, ok := t.m[key]; ok {
 		return shared
 	}
+	t.put(key, v)
+	return v
+}
+
+// put makes v the value shared under key.
+func (t *sharedTable[K, V]) put(key K, v V) {
 	if t.m == nil || len(t.m) >= maxInterned {
-		t.m = make(map[string]V, 64)
+		t.m = make(map[K]V, 64)
 	}
 	t.m[key] = v
-	return v
 }
 
 const (
@@ -76,52 +88,85 @@ func (t *PodTrimmer) Transform(obj any) (any, error) {
 	defer t.mu.Unlock()
 	out := trimPod(pod, t.intern)
 	out.Labels, out.Annotations = t.internMap(out.Labels), t.internMap(out.Annotations)
+	out.OwnerReferences = t.internOwners(out.OwnerReferences)
+	out.Finalizers = t.internFinalizers(out.Finalizers)
 	out.Spec.Containers, out.Spec.InitContainers = t.internContainers(out.Spec.Containers), t.internContainers(out.Spec.InitContainers)
 	return out, nil
 }
 
 // internMap is the shared map of m's content: the first time, a copy with
-// interned keys and values, now shared.
+// interned keys and values, now shared. The table is keyed by a hash of the
+// content, not the content itself, so that a map no other pod repeats (an
+// Indexed Job's pod's labels) costs the table a word rather than its
+// content again; a colliding map takes the entry over.
 func (t *PodTrimmer) internMap(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	key, ok := mapKey(m)
+	key, ok := t.mapHash(m)
 	if !ok {
 		return m
 	}
-	if shared, ok := t.maps.m[key]; ok {
+	if shared, ok := t.maps.m[key]; ok && maps.Equal(shared, m) {
 		return shared
 	}
 	copied := make(map[string]string, len(m))
 	for k, v := range m {
 		copied[t.intern(k)] = t.intern(v)
 	}
-	return t.maps.share(key, copied)
+	t.maps.put(key, copied)
+	return copied
 }
 
-// mapKey is m's content as a string (its keys sorted), or false when m is
-// too big to be worth sharing.
-func mapKey(m map[string]string) (string, bool) {
-	keys := make([]string, 0, len(m))
+// mapHash hashes m's content (its keys sorted), or is false when m is too
+// big to be worth sharing.
+func (t *PodTrimmer) mapHash(m map[string]string) (uint64, bool) {
+	if t.seed == (maphash.Seed{}) {
+		t.seed = maphash.MakeSeed()
+	}
+	var keysArray [16]string
+	keys := keysArray[:0]
 	size := 0
 	for k, v := range m {
 		keys = append(keys, k)
 		size += len(k) + len(v) + 2
 	}
 	if size > maxInternedLen*2 {
-		return "", false
+		return 0, false
 	}
 	slices.Sort(keys)
-	var b strings.Builder
-	b.Grow(size)
+	var h maphash.Hash
+	h.SetSeed(t.seed)
 	for _, k := range keys {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(m[k])
-		b.WriteByte(0)
+		h.WriteString(k)
+		h.WriteByte(0)
+		h.WriteString(m[k])
+		h.WriteByte(0)
 	}
-	return b.String(), true
+	return h.Sum64(), true
+}
+
+// internOwners is the shared list of owner references equal to refs (the
+// pods of a Job have the same).
+func (t *PodTrimmer) internOwners(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(refs) == 0 {
+		return refs
+	}
+	var key contentKey
+	for _, r := range refs {
+		key.fields(r.APIVersion, r.Kind, r.Name, string(r.UID), optionalBool(r.Controller), optionalBool(r.BlockOwnerDeletion))
+	}
+	return t.owners.share(key.String(), slices.Clip(refs)) // clipped: an append copies
+}
+
+// internFinalizers is the shared list of finalizers equal to fs.
+func (t *PodTrimmer) internFinalizers(fs []string) []string {
+	if len(fs) == 0 {
+		return fs
+	}
+	var key contentKey
+	key.fields(fs...)
+	return t.finalizers.share(key.String(), slices.Clip(fs))
 }
 
 // internContainers is the shared list of trimmed containers equal to cs.
@@ -129,16 +174,35 @@ func (t *PodTrimmer) internContainers(cs []corev1.Container) []corev1.Container 
 	if len(cs) == 0 {
 		return cs
 	}
-	var b strings.Builder
+	var key contentKey
 	for _, c := range cs {
-		b.WriteString(c.Name)
-		b.WriteByte(0)
+		policy := "\x01" // none, unlike any policy
 		if c.RestartPolicy != nil {
-			b.WriteString(string(*c.RestartPolicy))
+			policy = string(*c.RestartPolicy)
 		}
-		b.WriteByte(1)
+		key.fields(c.Name, policy)
 	}
-	return t.containers.share(b.String(), cs)
+	return t.containers.share(key.String(), cs)
+}
+
+// contentKey is a table key made of fields, each ended by a zero byte.
+type contentKey struct{ strings.Builder }
+
+func (k *contentKey) fields(fs ...string) {
+	for _, f := range fs {
+		k.WriteString(f)
+		k.WriteByte(0)
+	}
+}
+
+func optionalBool(b *bool) string {
+	switch {
+	case b == nil:
+		return "\x01"
+	case *b:
+		return "t"
+	}
+	return "f"
 }
 
 func (t *PodTrimmer) intern(s string) string {

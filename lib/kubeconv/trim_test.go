@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/randfill"
 
@@ -71,6 +72,47 @@ func TestTrimForCacheKeepsWhatDecisionsRead(t *testing.T) {
 	}
 }
 
+// The pods of a Job share what they repeat once trimmed: labels,
+// annotations, owner references, finalizers; a pod of its own labels keeps
+// its own, equal to what it was decoded with.
+func TestPodTrimmerSharesWhatAJobsPodsRepeat(t *testing.T) {
+	pod := func(name, index string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: name, UID: types.UID(name + "-uid"),
+			Labels:          map[string]string{batchv1.JobNameLabel: "job", batchv1.JobCompletionIndexAnnotation: index},
+			Annotations:     map[string]string{batchv1.JobCompletionIndexAnnotation: index},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "job", UID: "job-uid"}}, batchv1.SchemeGroupVersion.WithKind("Job"))},
+			Finalizers:      []string{"jobplane.dev/tracking"},
+		}}
+	}
+	trimmer := &kubeconv.PodTrimmer{}
+	trim := func(p *corev1.Pod) *corev1.Pod {
+		obj, err := trimmer.Transform(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*corev1.Pod)
+	}
+	a, b, other := trim(pod("a", "0")), trim(pod("b", "0")), trim(pod("c", "1"))
+	same := func(what string, x, y any) {
+		t.Helper()
+		if fmt.Sprintf("%p", x) != fmt.Sprintf("%p", y) {
+			t.Errorf("%s not shared", what)
+		}
+	}
+	same("labels", a.Labels, b.Labels)
+	same("annotations", a.Annotations, b.Annotations)
+	same("owner references", &a.OwnerReferences[0], &b.OwnerReferences[0])
+	same("finalizers", &a.Finalizers[0], &b.Finalizers[0])
+	same("owner references of another index", &a.OwnerReferences[0], &other.OwnerReferences[0])
+	if want := pod("c", "1"); !equality.Semantic.DeepEqual(other.ObjectMeta, want.ObjectMeta) {
+		t.Errorf("the pod of another index has %+v, want %+v", other.ObjectMeta, want.ObjectMeta)
+	}
+	if other.Labels[batchv1.JobCompletionIndexAnnotation] != "1" || a.Labels[batchv1.JobCompletionIndexAnnotation] != "0" {
+		t.Error("a shared map of another index")
+	}
+}
+
 // Other objects lose their managedFields only; tombstones pass.
 func TestTrimForCacheDropsOnlyManagedFieldsElsewhere(t *testing.T) {
 	var job batchv1.Job
@@ -91,44 +133,60 @@ func TestTrimForCacheDropsOnlyManagedFieldsElsewhere(t *testing.T) {
 
 // BenchmarkCachedPodHeap is the live heap a cached pod costs, whole (as an
 // informer without a transform keeps it), as TrimForCache keeps it, and with
-// the strings pods repeat shared (PodTrimmer, the executor's): the
-// recorded succeeded pod, decoded anew for each of 2,000 names, as an
-// informer decodes each pod it lists.
+// what pods repeat shared (PodTrimmer, the executor's): the recorded
+// succeeded pod, decoded anew for each of 2,000 names, as an informer
+// decodes each pod it lists; "indexed" gives each its own completion index
+// (label and annotation) and UID, as an Indexed Job's pods have.
 //
 //	go test -run '^$' -bench CachedPodHeap -benchtime 1x ./lib/kubeconv/
 func BenchmarkCachedPodHeap(b *testing.B) {
 	raw := readFile(b, "kubectl-pod-succeeded.json")
 	for _, tc := range []struct {
-		name      string
-		transform func(any) (any, error)
+		name string
+		// transform is a new cache's transform.
+		transform func() func(any) (any, error)
 	}{
-		{"whole", func(obj any) (any, error) { return obj, nil }},
-		{"trimmed", kubeconv.TrimForCache},
-		{"trimmed-interned", (&kubeconv.PodTrimmer{}).Transform},
+		{"whole", func() func(any) (any, error) { return func(obj any) (any, error) { return obj, nil } }},
+		{"trimmed", func() func(any) (any, error) { return kubeconv.TrimForCache }},
+		{"trimmed-interned", func() func(any) (any, error) { return (&kubeconv.PodTrimmer{}).Transform }},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			for range b.N {
-				const pods = 2000
-				store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-				before := liveHeap()
-				for i := range pods {
-					p := &corev1.Pod{}
-					if err := json.Unmarshal(raw, p); err != nil {
-						b.Fatal(err)
-					}
-					p.Name = fmt.Sprintf("pod-%d", i)
-					obj, err := tc.transform(p)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := store.Add(obj); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(liveHeap()-before)/pods, "B/pod")
-				runtime.KeepAlive(store)
+		for _, indexed := range []bool{false, true} {
+			name := tc.name
+			if indexed {
+				name += "/indexed"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				for range b.N {
+					const pods = 2000
+					store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+					before := liveHeap()
+					transform := tc.transform()
+					for i := range pods {
+						p := &corev1.Pod{}
+						if err := json.Unmarshal(raw, p); err != nil {
+							b.Fatal(err)
+						}
+						p.Name = fmt.Sprintf("pod-%d", i)
+						if indexed {
+							index := fmt.Sprint(i)
+							p.UID = types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
+							p.Labels[batchv1.JobCompletionIndexAnnotation] = index
+							p.Annotations = map[string]string{batchv1.JobCompletionIndexAnnotation: index}
+						}
+						obj, err := transform(p)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if err := store.Add(obj); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(liveHeap()-before)/pods, "B/pod")
+					runtime.KeepAlive(store)
+					runtime.KeepAlive(transform)
+				}
+			})
+		}
 	}
 }
 
