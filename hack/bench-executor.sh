@@ -50,8 +50,10 @@
 #   KCM_CONTROLLERS (kube-controller-manager's --controllers; all but for memory)
 #   PROFILE_SECONDS=0: when set, CPU profiles of the executor and of the
 #     planner, back to back in windows of that many seconds (at most 50)
-#     from 5 s into each jobplane run to its end, merged into one file per
-#     service kept beside the results (go tool pprof FILE)
+#     from 5 s into each run to its end, merged into one file per service
+#     and run kept beside the results (go tool pprof FILE); those of the
+#     built-in's run (...-builtin.pprof) are what following it costs, the
+#     base to subtract (go tool pprof -diff_base BUILTIN JOBPLANE)
 # Results (JSON lines), the services' logs and their /metrics at the end of
 # each QPS pair are kept under ${JOBPLANE_CACHE}/bench/runs/.
 set -euo pipefail
@@ -321,9 +323,13 @@ for pair in ${qps_pairs}; do
         scenario_args=(-jobs "${jobs}" -job-completions "${job_completions}" -job-parallelism "${job_parallelism}")
       fi
       profiler=
-      if [[ ${variant} == jobplane ]] && ((profile_seconds > 0)); then
+      if ((profile_seconds > 0)); then
         touch "${work}/profiling"
-        profile "${scenario}-${label}" &
+        # In the built-in's run, what following it costs jobplane: the base
+        # of go tool pprof -diff_base.
+        suffix=
+        [[ ${variant} == builtin ]] && suffix=-builtin
+        profile "${scenario}-${label}${suffix}" &
         profiler=$!
       fi
       timeout "${driver_timeout}" "${work}/bench" "${scenario}" -kubeconfig "${kubeconfig}" -variant "${variant}" \
