@@ -4,12 +4,12 @@ import (
 	"hash/maphash"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // TrimForCache is an informer transform (client-go's SetTransform): what an
@@ -36,29 +36,41 @@ func TrimForCache(obj any) (any, error) {
 // label and annotation maps, owner references and finalizer lists (the pods
 // of a Job have the same), and the trimmed container lists. Decoded, each
 // pod has its own copy. Names, UIDs and resource versions, each pod's own,
-// are left as they are. Shared
-// values are never written: a cached object is read only (client-go's
-// rule). Each table is bounded (maxInterned entries, strings of at most
+// are left as they are. Shared values are never written: a cached object
+// is read only (client-go's rule). Each table is bounded (maxInterned entries, strings of at most
 // maxInternedLen bytes) and starts over when full, so that no run of
 // distinct values can grow it.
 type PodTrimmer struct {
 	mu         sync.Mutex
 	strings    sharedTable[string, string]
 	maps       sharedTable[uint64, map[string]string]
-	owners     sharedTable[string, []metav1.OwnerReference]
-	finalizers sharedTable[string, []string]
-	containers sharedTable[string, []corev1.Container]
+	owners     sharedTable[uint64, []metav1.OwnerReference]
+	finalizers sharedTable[uint64, []string]
+	containers sharedTable[uint64, []corev1.Container]
 	seed       maphash.Seed
 }
 
-// sharedTable holds the shared value of each content key, at most
-// maxInterned of them: full, it starts over.
+// sharedTable holds the shared value of each key, at most maxInterned of
+// them: full, it starts over. The tables of lists and maps are keyed by a
+// hash of the content, not the content itself, so that a value no other
+// pod repeats (an Indexed Job's pod's labels) costs the table a word rather
+// than its content again, and looking one up allocates nothing.
 type sharedTable[K comparable, V any] struct{ m map[K]V }
 
 // share is the value shared under key, v itself (now shared) the first
 // time.
 func (t *sharedTable[K, V]) share(key K, v V) V {
 	if shared, ok := t.m[key]; ok {
+		return shared
+	}
+	t.put(key, v)
+	return v
+}
+
+// shareEqual is share for a key hashed from v's content: the value shared
+// under it if equal to v, else v, which takes a colliding entry over.
+func (t *sharedTable[K, V]) shareEqual(key K, v V, equal func(a, b V) bool) V {
+	if shared, ok := t.m[key]; ok && equal(shared, v) {
 		return shared
 	}
 	t.put(key, v)
@@ -95,10 +107,7 @@ func (t *PodTrimmer) Transform(obj any) (any, error) {
 }
 
 // internMap is the shared map of m's content: the first time, a copy with
-// interned keys and values, now shared. The table is keyed by a hash of the
-// content, not the content itself, so that a map no other pod repeats (an
-// Indexed Job's pod's labels) costs the table a word rather than its
-// content again; a colliding map takes the entry over.
+// interned keys and values, now shared.
 func (t *PodTrimmer) internMap(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
@@ -121,9 +130,6 @@ func (t *PodTrimmer) internMap(m map[string]string) map[string]string {
 // mapHash hashes m's content (its keys sorted), or is false when m is too
 // big to be worth sharing.
 func (t *PodTrimmer) mapHash(m map[string]string) (uint64, bool) {
-	if t.seed == (maphash.Seed{}) {
-		t.seed = maphash.MakeSeed()
-	}
 	var keysArray [16]string
 	keys := keysArray[:0]
 	size := 0
@@ -136,12 +142,9 @@ func (t *PodTrimmer) mapHash(m map[string]string) (uint64, bool) {
 	}
 	slices.Sort(keys)
 	var h maphash.Hash
-	h.SetSeed(t.seed)
+	t.seedHash(&h)
 	for _, k := range keys {
-		h.WriteString(k)
-		h.WriteByte(0)
-		h.WriteString(m[k])
-		h.WriteByte(0)
+		writeFields(&h, k, m[k])
 	}
 	return h.Sum64(), true
 }
@@ -152,11 +155,17 @@ func (t *PodTrimmer) internOwners(refs []metav1.OwnerReference) []metav1.OwnerRe
 	if len(refs) == 0 {
 		return refs
 	}
-	var key contentKey
+	var h maphash.Hash
+	t.seedHash(&h)
 	for _, r := range refs {
-		key.fields(r.APIVersion, r.Kind, r.Name, string(r.UID), optionalBool(r.Controller), optionalBool(r.BlockOwnerDeletion))
+		writeFields(&h, r.APIVersion, r.Kind, r.Name, string(r.UID), optionalBool(r.Controller), optionalBool(r.BlockOwnerDeletion))
 	}
-	return t.owners.share(key.String(), slices.Clip(refs)) // clipped: an append copies
+	return t.owners.shareEqual(h.Sum64(), slices.Clip(refs), func(a, b []metav1.OwnerReference) bool { // clipped: an append copies
+		return slices.EqualFunc(a, b, func(x, y metav1.OwnerReference) bool {
+			return x.APIVersion == y.APIVersion && x.Kind == y.Kind && x.Name == y.Name && x.UID == y.UID &&
+				ptr.Equal(x.Controller, y.Controller) && ptr.Equal(x.BlockOwnerDeletion, y.BlockOwnerDeletion)
+		})
+	})
 }
 
 // internFinalizers is the shared list of finalizers equal to fs.
@@ -164,9 +173,10 @@ func (t *PodTrimmer) internFinalizers(fs []string) []string {
 	if len(fs) == 0 {
 		return fs
 	}
-	var key contentKey
-	key.fields(fs...)
-	return t.finalizers.share(key.String(), slices.Clip(fs))
+	var h maphash.Hash
+	t.seedHash(&h)
+	writeFields(&h, fs...)
+	return t.finalizers.shareEqual(h.Sum64(), slices.Clip(fs), slices.Equal)
 }
 
 // internContainers is the shared list of trimmed containers equal to cs.
@@ -174,24 +184,35 @@ func (t *PodTrimmer) internContainers(cs []corev1.Container) []corev1.Container 
 	if len(cs) == 0 {
 		return cs
 	}
-	var key contentKey
+	var h maphash.Hash
+	t.seedHash(&h)
 	for _, c := range cs {
 		policy := "\x01" // none, unlike any policy
 		if c.RestartPolicy != nil {
 			policy = string(*c.RestartPolicy)
 		}
-		key.fields(c.Name, policy)
+		writeFields(&h, c.Name, policy)
 	}
-	return t.containers.share(key.String(), cs)
+	return t.containers.shareEqual(h.Sum64(), cs, func(a, b []corev1.Container) bool {
+		return slices.EqualFunc(a, b, func(x, y corev1.Container) bool {
+			return x.Name == y.Name && ptr.Equal(x.RestartPolicy, y.RestartPolicy)
+		})
+	})
 }
 
-// contentKey is a table key made of fields, each ended by a zero byte.
-type contentKey struct{ strings.Builder }
+// seedHash gives h the tables' seed; t.mu is held.
+func (t *PodTrimmer) seedHash(h *maphash.Hash) {
+	if t.seed == (maphash.Seed{}) {
+		t.seed = maphash.MakeSeed()
+	}
+	h.SetSeed(t.seed)
+}
 
-func (k *contentKey) fields(fs ...string) {
-	for _, f := range fs {
-		k.WriteString(f)
-		k.WriteByte(0)
+// writeFields hashes fields, each ended by a zero byte.
+func writeFields(h *maphash.Hash, fields ...string) {
+	for _, f := range fields {
+		h.WriteString(f)
+		h.WriteByte(0)
 	}
 }
 

@@ -197,3 +197,28 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// BenchmarkPodTrimmerTransform is what the informer pays per pod event to
+// trim and share a pod of a Job whose other pods it has seen.
+//
+//	go test -run '^$' -bench PodTrimmerTransform -benchmem ./lib/kubeconv/
+func BenchmarkPodTrimmerTransform(b *testing.B) {
+	var decoded corev1.Pod
+	if err := json.Unmarshal(readFile(b, "kubectl-pod-succeeded.json"), &decoded); err != nil {
+		b.Fatal(err)
+	}
+	trimmer := &kubeconv.PodTrimmer{}
+	if _, err := trimmer.Transform(decoded.DeepCopy()); err != nil {
+		b.Fatal(err)
+	}
+	pods := make([]*corev1.Pod, b.N)
+	for i := range pods {
+		pods[i] = decoded.DeepCopy()
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := trimmer.Transform(pods[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
