@@ -44,13 +44,15 @@
 #   JOBS=SIZE/4 JOB_COMPLETIONS=4 JOB_PARALLELISM=2
 #   TENANT_JOBS=200 TENANT_JOB_COMPLETIONS=4 TENANT_JOB_PARALLELISM=4 TENANT_POD_RUNTIME=2s
 #   SCENARIOS="big many" (or any of big, many, tenants, memory) NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
-#   MEMORY_PODS=10000 MEMORY_INDEXED= (1: the pods as Indexed Jobs', a
-#     completion index label and annotation each) MEMORY_SETTLE=130s (each memory reading watches the heaps
+#   MEMORY_PODS=10000 MEMORY_SETTLE=130s (each memory reading watches the heaps
 #     this long: past the runtime's forced collection every 2 minutes)
+#   MEMORY_INDEXED= (1: the memory scenario's pods as Indexed Jobs', each
+#     with a completion index label and annotation of its own)
 #   KCM_CONTROLLERS (kube-controller-manager's --controllers; all but for memory)
 #   PROFILE_SECONDS=0: when set, CPU profiles of the executor and of the
 #     planner, back to back in windows of that many seconds (at most 50)
-#     from 5 s into each run to its end, merged into one file per service
+#     from 5 s into each run to its end (the last window may outlast it by
+#     up to PROFILE_SECONDS), merged into one file per service
 #     and run kept beside the results (go tool pprof FILE); those of the
 #     built-in's run (...-builtin.pprof) are what following it costs, the
 #     base to subtract (go tool pprof -diff_base BUILTIN JOBPLANE)
