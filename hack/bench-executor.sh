@@ -49,13 +49,16 @@
 #   MEMORY_INDEXED= (1: the memory scenario's pods as Indexed Jobs', each
 #     with a completion index label and annotation of its own)
 #   KCM_CONTROLLERS (kube-controller-manager's --controllers; all but for memory)
-#   PROFILE_SECONDS=0: when set, CPU profiles of the executor and of the
-#     planner, back to back in windows of that many seconds (at most 50)
-#     from 5 s into each run to its end (the last window may outlast it by
-#     up to PROFILE_SECONDS), merged into one file per service
-#     and run kept beside the results (go tool pprof FILE); those of the
+#   PROFILE_SECONDS=0: when set, CPU profiles of the executor, the planner
+#     and kube-controller-manager, back to back in windows of that many
+#     seconds (at most 50), over what the driver counts (the last window may
+#     outlast it by up to PROFILE_SECONDS, idle: the cleanup waits for it),
+#     merged into one file per service and run, kept beside the results
+#     (go tool pprof FILE); those of the
 #     built-in's run (...-builtin.pprof) are what following it costs, the
 #     base to subtract (go tool pprof -diff_base BUILTIN JOBPLANE)
+#   SERVICES_ENV: environment of the planner and the executor (not of the
+#     cluster), as NAME=VALUE words, for probes such as GOMAXPROCS=1
 # Results (JSON lines), the services' logs and their /metrics at the end of
 # each QPS pair are kept under ${JOBPLANE_CACHE}/bench/runs/.
 set -euo pipefail
@@ -80,6 +83,7 @@ memory_pods=${MEMORY_PODS:-10000}
 memory_settle=${MEMORY_SETTLE:-130s}
 memory_indexed=${MEMORY_INDEXED:+-indexed}
 profile_seconds=${PROFILE_SECONDS:-0}
+services_env=${SERVICES_ENV:-}
 kcm_controllers=${KCM_CONTROLLERS:-}
 if [[ -z ${kcm_controllers} && ${scenarios} == memory ]]; then kcm_controllers=job-controller; fi
 nodes=${NODES:-10}
@@ -96,6 +100,7 @@ kwoklog="${run_dir}/kwokctl.log"
 
 bin=$("${root}/hack/build-bins.sh" cluster | tail -n 1)
 work=$(mktemp -d)
+counting=${work}/counting
 pids=()
 cluster_up=false
 
@@ -156,6 +161,9 @@ componentsPatches:
     value: "${qps}"
   - key: kube-api-burst
     value: "${burst}"
+  # Appended to kwokctl's own list, for PROFILE_SECONDS.
+  - key: authorization-always-allow-paths
+    value: /debug/pprof/*
 ${kcm_controllers:+  - key: controllers
     value: "${kcm_controllers}"
 }- name: kube-scheduler
@@ -241,10 +249,10 @@ start_services() {
   # Loopback development mode, as make run: the executor calls the planner
   # without credentials (PlanSync needs authentication only, no API call),
   # and the benchmark reads both services' /metrics without credentials.
-  "${work}/planner" -grpc-addr "${planner_addr}" -metrics-addr "127.0.0.1:${ports[1]}" -authn-anonymous \
+  env ${services_env} "${work}/planner" -grpc-addr "${planner_addr}" -metrics-addr "127.0.0.1:${ports[1]}" -authn-anonymous \
     -allow-unauthenticated-metrics -profiling -log-level warn >"${run_dir}/planner-${label}.log" 2>&1 &
   pids+=($!)
-  "${work}/executor" -kubeconfig "${kubeconfig}" -planner-addr "${planner_addr}" -authn-anonymous \
+  env ${services_env} "${work}/executor" -kubeconfig "${kubeconfig}" -planner-addr "${planner_addr}" -authn-anonymous \
     -grpc-addr "127.0.0.1:${ports[2]}" -metrics-addr "127.0.0.1:${ports[3]}" -allow-unauthenticated-metrics \
     -kube-api-qps "${qps}" -kube-api-burst "${burst}" -workers "${workers}" -leader-elect=false \
     -profiling -log-level warn >"${run_dir}/executor-${label}.log" 2>&1 &
@@ -258,22 +266,29 @@ start_services() {
   log "planner on ${planner_addr}, executor ready (metrics ${executor_metrics}, workers ${workers}, ${qps}/${burst})"
 }
 
-# profile NAME: CPU profiles of the executor and the planner, from 5 s on,
-# in windows of PROFILE_SECONDS until the file ${work}/profiling goes; the
-# windows are merged into one profile per service.
+# profile NAME: CPU profiles of the executor, the planner and
+# kube-controller-manager while the driver counts (its -counting-file exists:
+# from its first reading of the counters to its last), back to back in
+# windows of PROFILE_SECONDS, merged into one profile per service. The
+# driver cleans up only once ${counting}.done says the last window ended.
 profile() {
-  sleep 5
   local window=0 service
-  while [[ -e ${work}/profiling ]]; do
+  until [[ -e ${counting} ]]; do
+    [[ -e ${work}/profiling ]] || return 0
+    sleep 0.2
+  done
+  while [[ -e ${counting} && -e ${work}/profiling ]]; do
     curl -sf "${executor_metrics%/metrics}/debug/pprof/profile?seconds=${profile_seconds}" >"${work}/executor-cpu-${window}.pprof" &
-    curl -sf "${planner_metrics%/metrics}/debug/pprof/profile?seconds=${profile_seconds}" >"${work}/planner-cpu-${window}.pprof" || true
+    curl -sf "${planner_metrics%/metrics}/debug/pprof/profile?seconds=${profile_seconds}" >"${work}/planner-cpu-${window}.pprof" &
+    curl -skf "${kcm_url}/debug/pprof/profile?seconds=${profile_seconds}" >"${work}/kcm-cpu-${window}.pprof" || true
     wait
     window=$((window + 1))
   done
-  for service in executor planner; do
+  for service in executor planner kcm; do
     go tool pprof -proto "${work}/${service}"-cpu-*.pprof >"${run_dir}/${service}-cpu-$1.pprof" 2>/dev/null || true
     rm -f "${work}/${service}"-cpu-*.pprof
   done
+  touch "${counting}.done"
 }
 
 log "building planner, executor and the driver"
@@ -324,9 +339,10 @@ for pair in ${qps_pairs}; do
       else
         scenario_args=(-jobs "${jobs}" -job-completions "${job_completions}" -job-parallelism "${job_parallelism}")
       fi
-      profiler=
+      profiler= counting_args=()
       if ((profile_seconds > 0)); then
         touch "${work}/profiling"
+        counting_args=(-counting-file "${counting}")
         # In the built-in's run, what following it costs jobplane: the base
         # of go tool pprof -diff_base.
         suffix=
@@ -337,10 +353,11 @@ for pair in ${qps_pairs}; do
       timeout "${driver_timeout}" "${work}/bench" "${scenario}" -kubeconfig "${kubeconfig}" -variant "${variant}" \
         -qps "${pair}" -results "${results}" -timeout "${scenario_timeout}" \
         -kcm-metrics "${kcm_url}/metrics" -executor-metrics "${executor_metrics}" -planner-metrics "${planner_metrics}" \
-        -completions "${size}" -parallelism "${parallelism}" -beside "${beside}" "${scenario_args[@]}" >/dev/null
+        -completions "${size}" -parallelism "${parallelism}" -beside "${beside}" "${scenario_args[@]}" "${counting_args[@]}" >/dev/null
       if [[ -n ${profiler} ]]; then
         rm -f "${work}/profiling"
         wait "${profiler}" || true
+        rm -f "${counting}" "${counting}.done"
       fi
     done
   done

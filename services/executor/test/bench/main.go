@@ -218,6 +218,7 @@ type options struct {
 	jobParallelism  int
 	creators        int
 	podRuntime      time.Duration
+	countingFile    string
 }
 
 func runScenario(mode string, args []string) error {
@@ -243,6 +244,7 @@ func runScenario(mode string, args []string) error {
 	fs.IntVar(&o.jobCompletions, "job-completions", 4, "many, tenants: completions of each of those Jobs")
 	fs.IntVar(&o.jobParallelism, "job-parallelism", jobParallelism, "many, tenants: parallelism of each of those Jobs")
 	fs.IntVar(&o.creators, "creators", 32, "many, tenants: Jobs created in parallel")
+	fs.StringVar(&o.countingFile, "counting-file", "", "a file that exists while the counters run (from the first reading to the last), for a profiler to follow; the run's cleanup waits for FILE.done, which the profiler writes once its last window ends")
 	fs.DurationVar(&o.podRuntime, "pod-runtime", podRuntime, "how long each pod runs before it succeeds (the fate.jobplane.dev/after annotation of hack/kwok/stages); 0: at once")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -337,6 +339,9 @@ func (r *runner) run(ctx context.Context, res *result) error {
 		return err
 	}
 	r.counted = time.Now()
+	if err := r.startCounting(); err != nil {
+		return err
+	}
 	deadline := time.Now().Add(r.o.timeout)
 	switch res.Scenario {
 	case "big":
@@ -359,6 +364,7 @@ func (r *runner) run(ctx context.Context, res *result) error {
 	if err != nil {
 		return err
 	}
+	r.stopCounting(ctx)
 	res.Pods = r.w.podCount() - r.notCounted
 	res.JobEvents = r.w.jobEventsBetween(r.counted, time.Now())
 	r.deltas(res, before, after)
@@ -366,6 +372,37 @@ func (r *runner) run(ctx context.Context, res *result) error {
 }
 
 var errTimeout = errors.New("timed out")
+
+// startCounting creates -counting-file: a profiler following it profiles
+// the run from the first reading of the counters.
+func (r *runner) startCounting() error {
+	if r.o.countingFile == "" {
+		return nil
+	}
+	return os.WriteFile(r.o.countingFile, nil, 0o644)
+}
+
+// stopCounting removes -counting-file and waits (at most two minutes) for
+// the profiler's FILE.done, so that the run's cleanup (its namespaces'
+// deletion) stays out of the profiles.
+func (r *runner) stopCounting(ctx context.Context) {
+	if r.o.countingFile == "" {
+		return
+	}
+	if err := os.Remove(r.o.countingFile); err != nil {
+		log.Printf("ending the count: %v", err)
+		return
+	}
+	done := r.o.countingFile + ".done"
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; {
+		if _, err := os.Stat(done); err == nil {
+			_ = os.Remove(done)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	log.Printf("no %s after two minutes: cleaning up while the profiler may still run", done)
+}
 
 func (r *runner) newJob(ns, name string, completions, parallelism int) *batchv1.Job {
 	job := &batchv1.Job{
