@@ -14,6 +14,8 @@
 //	                               once, then B's -beside-pod Job; B's Job
 //	                               also alone, before
 //	bench report -results FILE     the tables
+//	bench shares -run DIR ...      each side's CPU share of a profiled run,
+//	                               by what its samples' stacks were doing
 //
 // Times come from the driver's own informers (the moment it sees a Job or a
 // pod appear, or a Job's Complete condition), not from the objects'
@@ -60,7 +62,7 @@ func main() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")
 	if len(os.Args) < 2 {
-		log.Fatal("usage: bench ports N | big ... | many ... | tenants ... | memory ... | report -results FILE")
+		log.Fatal("usage: bench ports N | big ... | many ... | tenants ... | memory ... | report -results FILE | shares -run DIR")
 	}
 	var err error
 	switch mode, args := os.Args[1], os.Args[2:]; mode {
@@ -72,6 +74,8 @@ func main() {
 		err = memory(args)
 	case "report":
 		err = report(args)
+	case "shares":
+		err = shares(args)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
