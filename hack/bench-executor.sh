@@ -48,7 +48,11 @@
 #     this long: past the runtime's forced collection every 2 minutes)
 #   MEMORY_INDEXED= (1: the memory scenario's pods as Indexed Jobs', each
 #     with a completion index label and annotation of its own)
-#   KCM_CONTROLLERS (kube-controller-manager's --controllers; all but for memory)
+#   KCM_CONTROLLERS (kube-controller-manager's --controllers; all but for
+#     memory; the Job scenarios need at least job-controller,
+#     namespace-controller, garbage-collector-controller,
+#     serviceaccount-controller and node-lifecycle-controller, which lifts
+#     the nodes' not-ready taint)
 #   PROFILE_SECONDS=0: when set, CPU profiles of the executor, the planner
 #     and kube-controller-manager, back to back in windows of that many
 #     seconds (at most 50), over what the driver counts (the last window may
@@ -56,7 +60,8 @@
 #     merged into one file per service and run, kept beside the results
 #     (go tool pprof FILE); those of the
 #     built-in's run (...-builtin.pprof) are what following it costs, the
-#     base to subtract (go tool pprof -diff_base BUILTIN JOBPLANE)
+#     base to subtract (go tool pprof -diff_base BUILTIN JOBPLANE); each
+#     side's share by what its samples were doing in shares-SCENARIO-QPS.md
 #   SERVICES_ENV: environment of the planner and the executor (not of the
 #     cluster), as NAME=VALUE words, for probes such as GOMAXPROCS=1
 # Results (JSON lines), the services' logs and their /metrics at the end of
@@ -360,6 +365,10 @@ for pair in ${qps_pairs}; do
         rm -f "${counting}" "${counting}.done"
       fi
     done
+    if ((profile_seconds > 0)); then
+      "${work}/bench" shares -run "${run_dir}" -scenario "${scenario}" -qps "${label}" >"${run_dir}/shares-${scenario}-${label}.md" ||
+        log "no shares for ${scenario} at ${pair}"
+    fi
   done
   curl -sf "${executor_metrics}" >"${run_dir}/executor-metrics-${label}.txt" || true
   curl -sf "${planner_metrics}" >"${run_dir}/planner-metrics-${label}.txt" || true
