@@ -67,16 +67,6 @@ func (t *sharedTable[K, V]) share(key K, v V) V {
 	return v
 }
 
-// shareEqual is share for a key hashed from v's content: the value shared
-// under it if equal to v, else v, which takes a colliding entry over.
-func (t *sharedTable[K, V]) shareEqual(key K, v V, equal func(a, b V) bool) V {
-	if shared, ok := t.m[key]; ok && equal(shared, v) {
-		return shared
-	}
-	t.put(key, v)
-	return v
-}
-
 // put makes v the value shared under key.
 func (t *sharedTable[K, V]) put(key K, v V) {
 	if t.m == nil || len(t.m) >= maxInterned {
@@ -160,11 +150,9 @@ func (t *PodTrimmer) internOwners(refs []metav1.OwnerReference) []metav1.OwnerRe
 	for _, r := range refs {
 		writeFields(&h, r.APIVersion, r.Kind, r.Name, string(r.UID), optionalBool(r.Controller), optionalBool(r.BlockOwnerDeletion))
 	}
-	return t.owners.shareEqual(h.Sum64(), slices.Clip(refs), func(a, b []metav1.OwnerReference) bool { // clipped: an append copies
-		return slices.EqualFunc(a, b, func(x, y metav1.OwnerReference) bool {
-			return x.APIVersion == y.APIVersion && x.Kind == y.Kind && x.Name == y.Name && x.UID == y.UID &&
-				ptr.Equal(x.Controller, y.Controller) && ptr.Equal(x.BlockOwnerDeletion, y.BlockOwnerDeletion)
-		})
+	return shareList(&t.owners, h.Sum64(), refs, func(x, y metav1.OwnerReference) bool {
+		return x.APIVersion == y.APIVersion && x.Kind == y.Kind && x.Name == y.Name && x.UID == y.UID &&
+			ptr.Equal(x.Controller, y.Controller) && ptr.Equal(x.BlockOwnerDeletion, y.BlockOwnerDeletion)
 	})
 }
 
@@ -176,7 +164,7 @@ func (t *PodTrimmer) internFinalizers(fs []string) []string {
 	var h maphash.Hash
 	t.seedHash(&h)
 	writeFields(&h, fs...)
-	return t.finalizers.shareEqual(h.Sum64(), slices.Clip(fs), slices.Equal)
+	return shareList(&t.finalizers, h.Sum64(), fs, func(x, y string) bool { return x == y })
 }
 
 // internContainers is the shared list of trimmed containers equal to cs.
@@ -193,11 +181,22 @@ func (t *PodTrimmer) internContainers(cs []corev1.Container) []corev1.Container 
 		}
 		writeFields(&h, c.Name, policy)
 	}
-	return t.containers.shareEqual(h.Sum64(), cs, func(a, b []corev1.Container) bool {
-		return slices.EqualFunc(a, b, func(x, y corev1.Container) bool {
-			return x.Name == y.Name && ptr.Equal(x.RestartPolicy, y.RestartPolicy)
-		})
+	return shareList(&t.containers, h.Sum64(), cs, func(x, y corev1.Container) bool {
+		return x.Name == y.Name && ptr.Equal(x.RestartPolicy, y.RestartPolicy)
 	})
+}
+
+// shareList is the list table holds under key, a hash of its content, if
+// its elements are equal to list's; else list, which takes a colliding
+// entry over. (The hashing stays with each caller: a maphash.Hash handed to
+// a hashing callback would escape, an allocation a pod event.)
+func shareList[T any](table *sharedTable[uint64, []T], key uint64, list []T, equal func(x, y T) bool) []T {
+	if shared, ok := table.m[key]; ok && slices.EqualFunc(shared, list, equal) {
+		return shared
+	}
+	list = slices.Clip(list) // an append to a shared list copies
+	table.put(key, list)
+	return list
 }
 
 // seedHash gives h the tables' seed; t.mu is held.
