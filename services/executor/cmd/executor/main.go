@@ -142,9 +142,6 @@ func main() {
 			if err := cfg.validate(); err != nil {
 				return fmt.Errorf("invalid configuration: %w", err)
 			}
-			if n := limitProcessors(cfg.qps); n > 0 {
-				log.Info("processors set from the API budget (GOMAXPROCS unset)", "processors", n, "kube-api-qps", cfg.qps)
-			}
 			return setup(ctx, cfg, srv, log)
 		},
 	}.Main()
