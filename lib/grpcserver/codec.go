@@ -108,7 +108,7 @@ func (e *encoder) size(m protoreflect.Message) (int, error) {
 
 // sizeOf is size with m's plan.
 func (e *encoder) sizeOf(p *marshalPlan, m protoreflect.Message) (int, error) {
-	if p.stable {
+	if p.whole(m) {
 		var n int
 		if vt, ok := m.Interface().(vtMarshaler); ok {
 			n = vt.SizeVT()
@@ -155,7 +155,7 @@ func (e *encoder) append(b []byte, m protoreflect.Message) ([]byte, error) {
 func (e *encoder) appendOf(b []byte, p *marshalPlan, m protoreflect.Message) ([]byte, error) {
 	n := e.sizes[e.next]
 	e.next++
-	if p.stable {
+	if p.whole(m) {
 		vt, ok := m.Interface().(vtMarshaler)
 		if !ok {
 			return deterministic.MarshalAppend(b, m.Interface())
@@ -222,7 +222,7 @@ func eachMessage(m protoreflect.Message, fd protoreflect.FieldDescriptor, f func
 	return nil
 }
 
-// marshalPlan is how appendDeterministic encodes a message type.
+// marshalPlan is how the encoder writes a message type.
 type marshalPlan struct {
 	// stable: no message it can hold (itself included) is a
 	// google.protobuf.Struct, has a map with bool keys, or lacks
@@ -230,8 +230,30 @@ type marshalPlan struct {
 	// well-known type, calls protobuf-go's non-deterministic proto.Marshal or
 	// vtprotobuf's types, whose maps are in Go's order).
 	stable bool
+	// unstable are the fields that make a type with vtprotobuf's code not
+	// stable; a message of it none of them is set in is written whole all
+	// the same (a streamed plan: its google.rpc.Status is set on errors
+	// alone). Nil for a stable type or one without vtprotobuf's code.
+	unstable []protoreflect.FieldDescriptor
 	// fields in field number order.
 	fields []protoreflect.FieldDescriptor
+}
+
+// whole says whether m, of the plan's type, is written whole by vtprotobuf
+// (or protobuf-go) rather than field by field.
+func (p *marshalPlan) whole(m protoreflect.Message) bool {
+	if p.stable {
+		return true
+	}
+	if p.unstable == nil {
+		return false
+	}
+	for _, fd := range p.unstable {
+		if m.Has(fd) {
+			return false
+		}
+	}
+	return true
 }
 
 // marshalPlans caches the plans by message type (protoreflect.FullName).
@@ -247,8 +269,29 @@ func marshalPlanOf(md protoreflect.MessageDescriptor) *marshalPlan {
 	}
 	slices.SortFunc(fields, func(a, b protoreflect.FieldDescriptor) int { return cmp.Compare(a.Number(), b.Number()) })
 	p := &marshalPlan{stable: stableTypes(md, map[protoreflect.FullName]bool{}), fields: fields}
+	if !p.stable {
+		p.unstable = unstableFields(md)
+	}
 	marshalPlans.Store(md.FullName(), p)
 	return p
+}
+
+// unstableFields are the fields of md, a type that is not stable, that
+// make it so, when md has vtprotobuf's code and its maps have no bool keys
+// (nil otherwise).
+func unstableFields(md protoreflect.MessageDescriptor) []protoreflect.FieldDescriptor {
+	if !hasVTCode(md) {
+		return nil
+	}
+	unstable := []protoreflect.FieldDescriptor{}
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if fd.Message() != nil && !stableTypes(fd.Message(), map[protoreflect.FullName]bool{md.FullName(): true}) {
+			unstable = append(unstable, fd)
+		}
+	}
+	return unstable
 }
 
 // stableTypes says whether vtprotobuf's generated encoder of md writes every
@@ -262,21 +305,14 @@ func stableTypes(md protoreflect.MessageDescriptor, seen map[protoreflect.FullNa
 	if md.FullName() == "google.protobuf.Struct" {
 		return false
 	}
-	switch _, ok := vtTypes.Load(md.FullName()); {
+	switch {
 	case md.IsMapEntry():
 		if md.Fields().ByNumber(1).Kind() == protoreflect.BoolKind {
 			return false
 		}
-	case vtWellKnown[md.FullName()] || ok:
-	default:
-		mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName())
-		if err != nil {
-			return false
-		}
-		if _, ok := mt.New().Interface().(vtMarshaler); !ok {
-			return false
-		}
-		vtTypes.Store(md.FullName(), true)
+	case vtWellKnown[md.FullName()]:
+	case !hasVTCode(md):
+		return false
 	}
 	fields := md.Fields()
 	for i := range fields.Len() {
@@ -284,6 +320,22 @@ func stableTypes(md protoreflect.MessageDescriptor, seen map[protoreflect.FullNa
 			return false
 		}
 	}
+	return true
+}
+
+// hasVTCode says whether md's generated type has vtprotobuf's encoder.
+func hasVTCode(md protoreflect.MessageDescriptor) bool {
+	if _, ok := vtTypes.Load(md.FullName()); ok {
+		return true
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName())
+	if err != nil {
+		return false
+	}
+	if _, ok := mt.New().Interface().(vtMarshaler); !ok {
+		return false
+	}
+	vtTypes.Store(md.FullName(), true)
 	return true
 }
 

@@ -102,6 +102,24 @@ func TestCodecEncodesWithVTProtobufWhereDeterministic(t *testing.T) {
 			t.Errorf("%T: vtprotobuf's encoder whole %v, want %v", m, got, want)
 		}
 	}
+	// A message of a type that is not stable is written whole when the
+	// fields that make it so are unset: a streamed plan, a request whose
+	// Job is left out.
+	for name, c := range map[string]struct {
+		m    proto.Message
+		want bool
+	}{
+		"streamed plan":          {&jobplanev1.StreamPlanSyncResponse{Id: "1", Response: &jobplanev1.PlanSyncResponse{}}, true},
+		"streamed error":         {&jobplanev1.StreamPlanSyncResponse{Id: "1", Error: &spb.Status{Code: 3}}, false},
+		"request without a Job":  {&jobplanev1.PlanSyncRequest{TrackingFinalizer: "f"}, true},
+		"request with a Job":     {&jobplanev1.PlanSyncRequest{Job: &jobplanev1.Job{}}, false},
+		"a type without vtproto": {&spb.Status{Code: 3}, false},
+	} {
+		m := c.m.ProtoReflect()
+		if got := marshalPlanOf(m.Descriptor()).whole(m); got != c.want {
+			t.Errorf("%s: written whole %v, want %v", name, got, c.want)
+		}
+	}
 }
 
 func TestCodecUnmarshalsAsProto(t *testing.T) {
@@ -172,11 +190,23 @@ func TestCodecRefusesInvalidUTF8(t *testing.T) {
 	}
 }
 
+// onePodPlan is the plan that starts a one-pod Job: create its pod, write
+// its status, record the event.
+func onePodPlan() *jobplanev1.SyncPlan {
+	labels := map[string]string{"batch.kubernetes.io/job-name": "pi", "batch.kubernetes.io/controller-uid": "uid", "controller-uid": "uid", "job-name": "pi"}
+	return &jobplanev1.SyncPlan{Summary: "Created 1 pod", Actions: []*jobplanev1.Action{
+		{Reason: "TooFewActivePods", Kind: &jobplanev1.Action_CreatePods{CreatePods: &jobplanev1.CreatePodsAction{CreationReason: "new",
+			Pods: []*jobplanev1.PodToCreate{{GenerateName: "pi-", Labels: labels, Finalizers: []string{"batch.kubernetes.io/job-tracking"}}}}}},
+		{Reason: "StatusChanged", Kind: &jobplanev1.Action_WriteStatus{WriteStatus: &jobplanev1.WriteStatusAction{
+			Status: &jobplanev1.JobStatus{Active: 1, StartTime: timestamppb.Now()}}}},
+	}}
+}
+
 // BenchmarkCodecMarshal compares the codec's encoder with protobuf-go's
 // deterministic marshaling on each of its paths: vtprotobuf whole (a plan of
 // 1,000 pods to create), field by field (a request of 10,000 pods whose Job
-// holds a Struct, as a client other than the executor sends it; a streamed
-// response, which holds a google.rpc.Status).
+// holds a Struct, as a client other than the executor sends it), and
+// streamed responses (their type holds a google.rpc.Status, unset: whole).
 func BenchmarkCodecMarshal(b *testing.B) {
 	req := codecMessage(&testing.T{})
 	pod := req.Pods[0]
@@ -200,6 +230,7 @@ func BenchmarkCodecMarshal(b *testing.B) {
 		{"plan", plan},
 		{"request", req},
 		{"stream-response", &jobplanev1.StreamPlanSyncResponse{Id: "1", Response: &jobplanev1.PlanSyncResponse{Plan: plan}}},
+		{"one-pod-stream-response", &jobplanev1.StreamPlanSyncResponse{Id: "1", Response: &jobplanev1.PlanSyncResponse{Plan: onePodPlan()}}},
 	} {
 		b.Run("message="+m.name+"/encoder=codec", func(b *testing.B) {
 			b.ReportAllocs()

@@ -161,6 +161,28 @@ func TestRestartPolicyOnlyDecodingReadsJustTheRestartPolicy(t *testing.T) {
 	}
 }
 
+// JobWithRestartPolicyFromKube is JobFromKube with a template spec of the
+// restartPolicy alone, for every Job of the testdata.
+func TestJobWithRestartPolicyIsTheJobWithoutTheRestOfItsPodSpec(t *testing.T) {
+	for _, name := range jobFiles {
+		t.Run(name, func(t *testing.T) {
+			var kube batchv1.Job
+			if err := json.Unmarshal(readFile(t, name), &kube); err != nil {
+				t.Fatal(err)
+			}
+			want, err := kubeconv.JobFromKube(&kube)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp := want.GetSpec().GetTemplate().GetSpec().GetFields()["restartPolicy"]
+			want.Spec.Template.Spec = &structpb.Struct{Fields: map[string]*structpb.Value{"restartPolicy": rp}}
+			if diff := cmp.Diff(want, kubeconv.JobWithRestartPolicyFromKube(&kube), protocmp.Transform()); diff != "" {
+				t.Error(diff)
+			}
+		})
+	}
+}
+
 func TestTemplateThatIsNotAPodSpecIsAnError(t *testing.T) {
 	spec, _ := structpb.NewStruct(map[string]any{"containers": "not a list"})
 	_, err := kubeconv.JobToKube(&jobplanev1.Job{Spec: &jobplanev1.JobSpec{Template: &jobplanev1.PodTemplateSpec{Spec: spec}}}, kubeconv.FullTemplate)

@@ -67,6 +67,27 @@ func JobFromKube(j *batchv1.Job) (*jobplanev1.Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	return jobFromKube(j, template), nil
+}
+
+// JobWithRestartPolicyFromKube converts a Job whose template spec holds
+// its restartPolicy alone (what JobToKube decodes with RestartPolicyOnly):
+// no JSON round trip of the PodSpec. Its Struct has at most one field, so
+// any encoder writes it in one order.
+func JobWithRestartPolicyFromKube(j *batchv1.Job) *jobplanev1.Job {
+	fields := map[string]*structpb.Value{}
+	if rp := j.Spec.Template.Spec.RestartPolicy; rp != "" {
+		fields["restartPolicy"] = structpb.NewStringValue(string(rp))
+	}
+	template := &jobplanev1.PodTemplateSpec{
+		Metadata: ObjectMetaFromKube(&j.Spec.Template.ObjectMeta),
+		Spec:     &structpb.Struct{Fields: fields},
+	}
+	return jobFromKube(j, template)
+}
+
+// jobFromKube converts a Job with its template converted already.
+func jobFromKube(j *batchv1.Job, template *jobplanev1.PodTemplateSpec) *jobplanev1.Job {
 	spec := &j.Spec
 	return &jobplanev1.Job{
 		ApiVersion: j.APIVersion,
@@ -91,7 +112,7 @@ func JobFromKube(j *batchv1.Job) (*jobplanev1.Job, error) {
 			ManagedBy:               spec.ManagedBy,
 		},
 		Status: JobStatusFromKube(&j.Status),
-	}, nil
+	}
 }
 
 // PodTemplateToKube converts a pod template.

@@ -3,7 +3,6 @@ package plan
 import (
 	"time"
 
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +29,7 @@ func NewRequest(job *batchv1.Job, pods []*corev1.Pod, state State, now time.Time
 // newRequest is NewRequest without the pods.
 func newRequest(job *batchv1.Job, state State, now time.Time, finalizer string) *jobplanev1.PlanSyncRequest {
 	req := &jobplanev1.PlanSyncRequest{
-		Job:               snapshotJob(job),
+		Job:               kubeconv.JobWithRestartPolicyFromKube(job),
 		Now:               timestamppb.New(now),
 		TrackingFinalizer: finalizer,
 	}
@@ -45,18 +44,4 @@ func newRequest(job *batchv1.Job, state State, now time.Time, finalizer string) 
 // and slices, and is dropped once sent.
 func newPodConverter(n int) *kubeconv.PodConverter {
 	return kubeconv.NewPodConverter(n, false)
-}
-
-// snapshotJob converts the Job with a template spec of restartPolicy alone.
-func snapshotJob(job *batchv1.Job) *jobplanev1.Job {
-	spec := job.Spec
-	spec.Template.Spec = corev1.PodSpec{}
-	j := &batchv1.Job{TypeMeta: job.TypeMeta, ObjectMeta: job.ObjectMeta, Spec: spec, Status: job.Status}
-	out, _ := kubeconv.JobFromKube(j) // an empty PodSpec always encodes
-	fields := map[string]*structpb.Value{}
-	if rp := job.Spec.Template.Spec.RestartPolicy; rp != "" {
-		fields["restartPolicy"] = structpb.NewStringValue(string(rp))
-	}
-	out.Spec.Template.Spec = &structpb.Struct{Fields: fields}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/kubeconv"
 )
 
 // Snapshot is what one sync of a Job shows the planner, in Kubernetes
@@ -81,7 +82,7 @@ func (s *Snapshot) delta(base *Sent) (*jobplanev1.PlanSyncDelta, []*corev1.Pod) 
 	}
 	d.Expectations, d.BackoffRecord, d.FinalizerRemovalsInFlight = stateToProto(s.State)
 	if rv := s.Job.ResourceVersion; rv == "" || rv != base.JobResourceVersion {
-		d.Job = snapshotJob(s.Job)
+		d.Job = kubeconv.JobWithRestartPolicyFromKube(s.Job)
 		base.JobResourceVersion = rv
 	}
 	base.mark++

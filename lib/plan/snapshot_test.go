@@ -86,8 +86,9 @@ func testPod(i, rv int, phase corev1.PodPhase) *corev1.Pod {
 func TestDeltaAppliedToItsBaseIsTheFullSnapshot(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	rv := 100
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns", UID: "job-uid", ResourceVersion: "1"},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever}}}}
+	job, _ := benchJob() // maps of several entries: written in key order
+	job.ResourceVersion = "1"
+	job.Status = batchv1.JobStatus{}
 	pods := map[int]*corev1.Pod{}
 	next := 0
 	var base *Sent

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -65,7 +64,7 @@ func (s *Snapshot) WireDelta(id string, base *Sent) (*WireRequest, error) {
 
 // wireRequest encodes the stream request id whose field num holds the
 // message wireMessage encodes.
-func wireRequest(id string, num protowire.Number, head proto.Message, podsNum protowire.Number, pods []*corev1.Pod, tail proto.Message) (*WireRequest, error) {
+func wireRequest(id string, num protowire.Number, head vtMessage, podsNum protowire.Number, pods []*corev1.Pod, tail vtMessage) (*WireRequest, error) {
 	msg, err := wireMessage(head, podsNum, pods, tail)
 	if err != nil {
 		return nil, err
@@ -79,15 +78,23 @@ func wireRequest(id string, num protowire.Number, head proto.Message, podsNum pr
 	return &WireRequest{parts: append([][]byte{top}, msg.parts...)}, nil
 }
 
+// vtMessage is a message with vtprotobuf's generated encoder. It writes
+// what protobuf-go's deterministic marshaling writes, maps in key order
+// (marshal_stable), several times faster, for every message here: the one
+// map it writes in Go's order, a google.protobuf.Struct's, holds at most
+// one field in a snapshot (the template's restartPolicy).
+type vtMessage interface {
+	MarshalVTStrict() ([]byte, error)
+}
+
 // wireMessage encodes a message of head's fields, the pods in field
 // podsNum, then tail's fields.
-func wireMessage(head proto.Message, podsNum protowire.Number, pods []*corev1.Pod, tail proto.Message) (*WireRequest, error) {
-	deterministic := proto.MarshalOptions{Deterministic: true}
-	h, err := deterministic.Marshal(head)
+func wireMessage(head vtMessage, podsNum protowire.Number, pods []*corev1.Pod, tail vtMessage) (*WireRequest, error) {
+	h, err := head.MarshalVTStrict()
 	if err != nil {
 		return nil, err
 	}
-	t, err := deterministic.Marshal(tail)
+	t, err := tail.MarshalVTStrict()
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -15,6 +16,7 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/jobvalidation"
+	"github.com/jobplane/jobplane/lib/plan"
 )
 
 // omit leaves the value out of an error's body ("Invalid value: detail").
@@ -53,6 +55,10 @@ type SyncFields interface {
 	GetTrackingFinalizer() string
 }
 
+// knownFinalizers are the executor's tracking finalizers, valid: the
+// regular expression is spared on its every call.
+var knownFinalizers = map[string]bool{plan.DefaultTrackingFinalizer: true, batchv1.JobTrackingFinalizer: true}
+
 // checkSync checks the fields of the sync; paths are under parent (nil: at
 // the top).
 func checkSync(req SyncFields, parent *field.Path, errs *field.ErrorList) {
@@ -67,7 +73,7 @@ func checkSync(req SyncFields, parent *field.Path, errs *field.ErrorList) {
 	} else if err := req.GetNow().CheckValid(); err != nil {
 		*errs = append(*errs, field.Invalid(path("now"), omit, err.Error()))
 	}
-	if f := req.GetTrackingFinalizer(); f != "" {
+	if f := req.GetTrackingFinalizer(); f != "" && !knownFinalizers[f] {
 		for _, msg := range utilvalidation.IsQualifiedName(f) {
 			*errs = append(*errs, field.Invalid(path("trackingFinalizer"), f, msg))
 		}
