@@ -24,7 +24,7 @@ var shareCategories = []struct {
 }{
 	{"the planner hop, executor side (snapshots, the stream)", regexp.MustCompile(`plannerclient\.|jobplane/lib/plan\.`)},
 	{"events", regexp.MustCompile(`recordToSink|eventBroadcaster|record\.\(\*recorder\)`)},
-	{"API requests (writing them, reading the answers)", regexp.MustCompile(`rest\.\(\*Request\)\.(Do|request)|http2\.\(\*ClientConn\)\.readLoop|http2\.\(\*clientStream\)|net/http\.\(\*Transport\)`)},
+	{"API requests (writing them, reading the answers)", regexp.MustCompile(`rest\.\(\*Request\)\.(Do|request|Body)|rest\.Result\.|http2\.\(\*ClientConn\)\.readLoop|http2\.\(\*clientStream\)|net/http\.\(\*Transport\)`)},
 	{"informers (watch decoding, handlers, caches)", regexp.MustCompile(`StreamWatcher\)\.receive|Reflector|DeltaFIFO|processorListener|HandleDeltas|sharedIndexInformer`)},
 	{"garbage collector", regexp.MustCompile(`gcBgMarkWorker|bgsweep|bgscavenge|gcAssistAlloc|gcStart|markroot`)},
 	{"scheduler (finding and waking goroutines)", regexp.MustCompile(`runtime\.mcall|runtime\.schedule|findRunnable|runtime\.mstart|sysmon`)},

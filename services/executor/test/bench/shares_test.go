@@ -42,6 +42,14 @@ func TestEachTraceReadsValuesAndStacks(t *testing.T) {
 	if got := categoryOf(stacks[1]); got != shareCategories[0].name {
 		t.Errorf("category of %q = %q, want the planner hop", stacks[1], got)
 	}
+	// Decoding an answer is the request's, though the controller's write is
+	// under it.
+	answer := "k8s.io/api/batch/v1.(*Job).Unmarshal\nk8s.io/client-go/rest.Result.Into\n" +
+		"k8s.io/client-go/gentype.(*Client[go.shape.*uint8]).UpdateStatus\n" +
+		"github.com/jobplane/jobplane/services/executor/internal/controller.updateStatus\n"
+	if got := categoryOf(answer); got != shareCategories[2].name {
+		t.Errorf("category of %q = %q, want the API requests", answer, got)
+	}
 	if got := categoryOf("runtime.memmove\n"); got != otherCategory {
 		t.Errorf("category of a bare runtime stack = %q, want %q", got, otherCategory)
 	}
