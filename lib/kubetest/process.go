@@ -1,8 +1,12 @@
 package kubetest
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,7 +26,10 @@ var (
 
 // BuildBinary builds the main package pkg (relative to the repository root,
 // such as "./services/executor/cmd/executor") once per test binary and
-// returns the path of the executable.
+// returns the path of the executable. Executables are kept in one place per
+// checkout and package (testBinDir), each build replacing the last, so that
+// test runs leave no copy behind: a temporary directory per build would
+// outlive the test binary, which has no hook at its exit.
 func BuildBinary(tb testing.TB, pkg string) string {
 	tb.Helper()
 	buildMu.Lock()
@@ -34,18 +41,71 @@ func BuildBinary(tb testing.TB, pkg string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "jobplane-bin-")
+	dir, err := testBinDir(root, pkg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	path := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", path, pkg)
+	// Built under a new name, then renamed over the last build: another
+	// test binary may be running that one (a rename leaves it running).
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	name := filepath.Base(pkg)
+	cmd := exec.Command("go", "build", "-o", filepath.Join(tmp, name), pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
+	path := filepath.Join(dir, name)
+	if err := os.Rename(filepath.Join(tmp, name), path); err != nil {
+		tb.Fatal(err)
+	}
 	built[pkg] = path
 	return path
+}
+
+// testBinDir is where BuildBinary keeps the executable of pkg built from
+// the checkout at root: under JOBPLANE_CACHE (as hack/lib.sh sets it, else
+// the user's cache directory), one directory per checkout and package, which
+// names its checkout and is removed once that checkout is gone.
+func testBinDir(root, pkg string) (string, error) {
+	cache := os.Getenv("JOBPLANE_CACHE")
+	if cache == "" {
+		user, err := os.UserCacheDir()
+		if err != nil {
+			return "", err
+		}
+		cache = filepath.Join(user, "jobplane")
+	}
+	bins := filepath.Join(cache, "test-bin")
+	pruneTestBins(bins)
+	sum := sha256.Sum256([]byte(root + "\x00" + pkg))
+	dir := filepath.Join(bins, hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, checkoutFile), []byte(root), 0o644)
+}
+
+// checkoutFile, in a directory of testBinDir, holds its checkout's path.
+const checkoutFile = "checkout"
+
+// pruneTestBins removes the directories of bins whose checkout is gone
+// (a fresh clone deleted after its run).
+func pruneTestBins(bins string) {
+	entries, _ := os.ReadDir(bins)
+	for _, e := range entries {
+		dir := filepath.Join(bins, e.Name())
+		root, err := os.ReadFile(filepath.Join(dir, checkoutFile))
+		if err != nil {
+			continue // being made, or not ours
+		}
+		if _, err := os.Stat(string(root)); errors.Is(err, fs.ErrNotExist) {
+			os.RemoveAll(dir)
+		}
+	}
 }
 
 // Process is one of jobplane's services run as a real process on free
