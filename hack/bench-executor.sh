@@ -25,6 +25,12 @@
 #         TENANT_JOB_PARALLELISM wide, created at once, then, once every
 #         creation has returned, namespace B's Job of BESIDE pods; B's Job is
 #         also run alone first. Its pods run TENANT_POD_RUNTIME each.
+#   flood (not in the default SCENARIOS; issue 19) a hostile tenant's probe
+#         of each controller's front door: namespace B's Job of FLOOD_BESIDE
+#         pods runs FLOOD_RUNS times quietly, then while FLOODERS goroutines
+#         of another caller list namespace A's FLOOD_JOBS suspended Jobs
+#         (the API server's list for the built-in, the executor's ListJobs
+#         for jobplane), then while they list B's, which they may not.
 # The driver is services/executor/test/bench. kwok takes its stages from
 # hack/kwok/stages, as the repository's other clusters: the pods of big and
 # many carry no fate.jobplane.dev/ annotation, so they run at once and then
@@ -37,13 +43,15 @@
 #   SIZE=200 QPS_PAIRS=200/300 NODES=3 hack/bench-executor.sh    # a quick run (2 minutes)
 #   SCENARIOS=tenants QPS_PAIRS=20/30 hack/bench-executor.sh       # issue 19's tenants (about 7 minutes)
 #   SCENARIOS=memory QPS_PAIRS=1000/1500 NODES=1 hack/bench-executor.sh   # issue 20's memory per cached pod (about 6 minutes)
+#   SCENARIOS=flood QPS_PAIRS=20/30 NODES=2 hack/bench-executor.sh  # issue 19's hostile tenant (about 4 minutes)
 #
 # Environment (defaults):
 #   QPS_PAIRS="20/30 200/300"   the controllers' client QPS/burst pairs
 #   SIZE=2000 PARALLELISM=SIZE/10 BESIDE=2
 #   JOBS=SIZE/4 JOB_COMPLETIONS=4 JOB_PARALLELISM=2
 #   TENANT_JOBS=200 TENANT_JOB_COMPLETIONS=4 TENANT_JOB_PARALLELISM=4 TENANT_POD_RUNTIME=2s
-#   SCENARIOS="big many" (or any of big, many, tenants, memory) NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
+#   FLOOD_JOBS=200 FLOOD_BESIDE=4 FLOODERS=64 FLOOD_RUNS=3
+#   SCENARIOS="big many" (or any of big, many, tenants, flood, memory) NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
 #   MEMORY_PODS=10000 MEMORY_SETTLE=130s (each memory reading watches the heaps
 #     this long: past the runtime's forced collection every 2 minutes)
 #   MEMORY_INDEXED= (1: the memory scenario's pods as Indexed Jobs', each
@@ -83,6 +91,10 @@ tenant_jobs=${TENANT_JOBS:-200}
 tenant_job_completions=${TENANT_JOB_COMPLETIONS:-4}
 tenant_job_parallelism=${TENANT_JOB_PARALLELISM:-4}
 tenant_pod_runtime=${TENANT_POD_RUNTIME:-2s}
+flood_jobs=${FLOOD_JOBS:-200}
+flood_beside=${FLOOD_BESIDE:-4}
+flooders=${FLOODERS:-64}
+flood_runs=${FLOOD_RUNS:-3}
 scenarios=${SCENARIOS:-"big many"}
 memory_pods=${MEMORY_PODS:-10000}
 memory_settle=${MEMORY_SETTLE:-130s}
@@ -209,8 +221,9 @@ EOF
       big) n=$((parallelism + beside)) ;;
       many) n=$((jobs * job_parallelism)) ;;
       tenants) n=$((tenant_jobs * tenant_job_parallelism + beside)) ;;
+      flood) n=${flood_beside} ;;
       memory) n=0 ;;
-      *) die "unknown scenario ${scenario} (big, many, tenants or memory)" ;;
+      *) die "unknown scenario ${scenario} (big, many, tenants, flood or memory)" ;;
     esac
     if ((n > need)); then need=${n}; fi
   done
@@ -251,6 +264,7 @@ start_services() {
   planner_addr=127.0.0.1:${ports[0]}
   planner_metrics=http://127.0.0.1:${ports[1]}/metrics
   executor_metrics=http://127.0.0.1:${ports[3]}/metrics
+  executor_addr=127.0.0.1:${ports[2]}
   # Loopback development mode, as make run: the executor calls the planner
   # without credentials (PlanSync needs authentication only, no API call),
   # and the benchmark reads both services' /metrics without credentials.
@@ -341,6 +355,9 @@ for pair in ${qps_pairs}; do
       if [[ ${scenario} == tenants ]]; then
         scenario_args=(-jobs "${tenant_jobs}" -job-completions "${tenant_job_completions}"
           -job-parallelism "${tenant_job_parallelism}" -pod-runtime "${tenant_pod_runtime}")
+      elif [[ ${scenario} == flood ]]; then
+        scenario_args=(-jobs "${flood_jobs}" -beside "${flood_beside}" -flooders "${flooders}" -flood-runs "${flood_runs}"
+          -executor-addr "${executor_addr}")
       else
         scenario_args=(-jobs "${jobs}" -job-completions "${job_completions}" -job-parallelism "${job_parallelism}")
       fi

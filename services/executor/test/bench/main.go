@@ -51,6 +51,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -68,7 +69,7 @@ func main() {
 	switch mode, args := os.Args[1], os.Args[2:]; mode {
 	case "ports":
 		err = ports(args)
-	case "big", "many", "tenants":
+	case "big", "many", "tenants", "flood":
 		err = runScenario(mode, args)
 	case "memory":
 		err = memory(args)
@@ -146,6 +147,11 @@ type result struct {
 	PodRuntime    string  `json:"podRuntime,omitempty"`   // how long each pod runs (fate.jobplane.dev/after)
 	AloneSecs     float64 `json:"aloneSeconds,omitempty"` // B's Job with nothing else running: seen added to seen Complete
 	AloneTimedOut bool    `json:"aloneTimedOut,omitempty"`
+	// flood (with Jobs of namespace A and BesidePods of B's Jobs): by
+	// phase (floodPhases).
+	Flooders int                    `json:"flooders,omitempty"`
+	Flood    map[string]*floodPhase `json:"flood,omitempty"`
+
 	// ADoneAtBeside is how many of A's Jobs were Complete when B's was.
 	ADoneAtBeside int `json:"aDoneAtBeside,omitempty"`
 	// Events about Jobs (the controller's: SuccessfulCreate, Completed, …)
@@ -223,6 +229,9 @@ type options struct {
 	creators        int
 	podRuntime      time.Duration
 	countingFile    string
+	executorAddr    string
+	flooders        int
+	floodRuns       int
 }
 
 func runScenario(mode string, args []string) error {
@@ -238,16 +247,22 @@ func runScenario(mode string, args []string) error {
 	fs.StringVar(&o.kcmMetrics, "kcm-metrics", "", "URL of kube-controller-manager's /metrics (TLS not verified)")
 	fs.IntVar(&o.completions, "completions", 2000, "big: completions of the big Job")
 	fs.IntVar(&o.parallelism, "parallelism", 200, "big: parallelism of the big Job")
-	fs.IntVar(&o.beside, "beside", 2, "big: pods (completions and parallelism) of the Job created beside the big one; 0 for none. tenants: of namespace B's Job")
-	jobs, jobParallelism, podRuntime := 500, 2, time.Duration(0)
-	if mode == "tenants" {
+	beside, jobs, jobParallelism, podRuntime := 2, 500, 2, time.Duration(0)
+	switch mode {
+	case "tenants":
 		// Issue 19's measurement.
 		jobs, jobParallelism, podRuntime = 200, 4, 2*time.Second
+	case "flood":
+		beside, jobs = 4, 200
 	}
-	fs.IntVar(&o.jobs, "jobs", jobs, "many: Jobs created at once. tenants: namespace A's")
+	fs.IntVar(&o.beside, "beside", beside, "big: pods (completions and parallelism) of the Job created beside the big one; 0 for none. tenants: of namespace B's Job. flood: of namespace B's Job (parallelism half of them)")
+	fs.IntVar(&o.jobs, "jobs", jobs, "many: Jobs created at once. tenants: namespace A's. flood: namespace A's, suspended")
 	fs.IntVar(&o.jobCompletions, "job-completions", 4, "many, tenants: completions of each of those Jobs")
 	fs.IntVar(&o.jobParallelism, "job-parallelism", jobParallelism, "many, tenants: parallelism of each of those Jobs")
 	fs.IntVar(&o.creators, "creators", 32, "many, tenants: Jobs created in parallel")
+	fs.StringVar(&o.executorAddr, "executor-addr", "", "flood: the executor's gRPC address (jobplane)")
+	fs.IntVar(&o.flooders, "flooders", 64, "flood: the flooding caller's goroutines")
+	fs.IntVar(&o.floodRuns, "flood-runs", 3, "flood: namespace B's Jobs in each phase")
 	fs.StringVar(&o.countingFile, "counting-file", "", "a file that exists while the counters run (from the first reading to the last), for a profiler to follow; the run's cleanup waits for FILE.done, which the profiler writes once its last window ends")
 	fs.DurationVar(&o.podRuntime, "pod-runtime", podRuntime, "how long each pod runs before it succeeds (the fate.jobplane.dev/after annotation of hack/kwok/stages); 0: at once")
 	if err := fs.Parse(args); err != nil {
@@ -266,9 +281,9 @@ func runScenario(mode string, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := &runner{o: o, client: client, ns: "bench-" + mode + "-" + o.variant}
+	r := &runner{o: o, cfg: cfg, client: client, ns: "bench-" + mode + "-" + o.variant}
 	r.namespaces = []string{r.ns}
-	if mode == "tenants" {
+	if mode == "tenants" || mode == "flood" {
 		r.ns += "-a"
 		r.nsB = "bench-" + mode + "-" + o.variant + "-b"
 		r.namespaces = []string{r.ns, r.nsB}
@@ -298,9 +313,10 @@ func runScenario(mode string, args []string) error {
 
 type runner struct {
 	o      options
+	cfg    *rest.Config
 	client kubernetes.Interface
-	ns     string // the scenario's namespace; tenants: namespace A
-	nsB    string // tenants: namespace B
+	ns     string // the scenario's namespace; tenants, flood: namespace A
+	nsB    string // tenants, flood: namespace B
 	// namespaces are all the run's, recreated before it and deleted after.
 	namespaces []string
 	w          *watcher
@@ -354,6 +370,8 @@ func (r *runner) run(ctx context.Context, res *result) error {
 		err = r.many(ctx, res, deadline)
 	case "tenants":
 		err = r.tenants(ctx, res, deadline)
+	case "flood":
+		err = r.flood(ctx, res, deadline)
 	}
 	if errors.Is(err, errTimeout) {
 		res.TimedOut = true

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -179,6 +180,27 @@ func writeReport(w io.Writer, qpsOrder []string, find func(scenario, variant, qp
 		p("\n")
 	}
 
+	// A tenant's flood.
+	if r := firstOf(qpsOrder, find, "flood"); r != nil {
+		p("#### A tenant's flood: %d goroutines read namespace A's %d suspended Jobs while namespace B's %d-pod Job runs\n\n", r.Flooders, r.Jobs, r.BesidePods)
+		p("B's Job, seen added to seen Complete, %d times in each phase: quiet; while another caller, allowed to read namespace A, lists A's Jobs (100 a call) at the controller's front door as fast as it is answered (the API server for the built-in, the executor's ListJobs for jobplane); while the same caller lists B's, which it may not. Calls: the flood's answers in the phase, by code, and their rate.\n\n", len(r.Flood["quiet"].Seconds))
+		p("| QPS/burst | controller | flood | B's Job (s) | mean (s) | mean / quiet | calls answered | calls/s |\n")
+		p("|---|---|---|---|---:|---:|---|---:|\n")
+		rows("flood", func(qps, v string, r *result) {
+			quiet := mean(r.Flood["quiet"].Seconds)
+			for _, phase := range floodPhases {
+				ph := r.Flood[phase]
+				if ph == nil {
+					continue
+				}
+				calls, n := callsByCode(ph.Calls)
+				p("| %s | %s | %s | %s | %.2f | %s | %s | %s |\n", qps, variantName[v], phase, joinSecs(ph.Seconds), mean(ph.Seconds),
+					ratio(mean(ph.Seconds), quiet), calls, rate(n, ph.CallSeconds))
+			}
+		}, nil)
+		p("\n")
+	}
+
 	// Syncs and the planner's share.
 	p("#### Sync time and the planner's share\n\n")
 	p("Deltas over each run of the executor's `jobplane_job_sync_duration_seconds` and `jobplane_planner_call_duration_seconds`, and of kube-controller-manager's `job_controller_job_sync_duration_seconds`.\n\n")
@@ -299,4 +321,45 @@ func otherWrites(r *result) string {
 		parts[i] = fmt.Sprintf("%s %.0f", k, r.OtherWrites[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t / float64(len(xs))
+}
+
+func joinSecs(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// callsByCode is "N CODE, …" in code order, and the total.
+func callsByCode(calls map[string]int) (string, int) {
+	codes := slices.Sorted(maps.Keys(calls))
+	parts := make([]string, len(codes))
+	n := 0
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf("%d %s", calls[c], c)
+		n += calls[c]
+	}
+	if len(parts) == 0 {
+		return "–", 0
+	}
+	return strings.Join(parts, ", "), n
+}
+
+func rate(n int, seconds float64) string {
+	if seconds <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", float64(n)/seconds)
 }

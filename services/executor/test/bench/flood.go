@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+)
+
+// The flood scenario is a hostile tenant's probe of each controller's front
+// door: while -flooders goroutines of another caller read namespace A's
+// -jobs suspended Jobs as fast as they are answered, how much later does
+// namespace B's Job of -beside pods complete than without them? The reads
+// go where a tenant of each side reads its Jobs: the API server's list of
+// Jobs for the built-in controller, the executor's ListJobs for jobplane
+// (at -executor-addr, as system:anonymous, which the loopback executor of
+// the benchmark authenticates). Each caller may read namespace A only:
+// the allowed flood reads A, the denied flood reads B and is refused
+// (Forbidden, PermissionDenied). B's Job runs -flood-runs times in each of
+// the three phases: quiet, allowed flood, denied flood.
+
+// floodUser is the flooder's user on the API server (impersonated by the
+// driver's admin credentials); system:anonymous is the executor's caller.
+const floodUser = "bench-flooder"
+
+// floodWarmup is how long a flood runs before B's first Job of its phase.
+const floodWarmup = 3 * time.Second
+
+// floodPhases in the order they run.
+var floodPhases = []string{"quiet", "allowed", "denied"}
+
+// floodPhase is one phase's measurement.
+type floodPhase struct {
+	// Seconds are B's Jobs', seen added to seen Complete, in order.
+	Seconds []float64 `json:"seconds"`
+	// Calls are the flood's calls answered in the phase, by their gRPC
+	// code (the API server's answers mapped as client-go's errors are),
+	// and CallSeconds how long the flood ran.
+	Calls       map[string]int `json:"calls,omitempty"`
+	CallSeconds float64        `json:"callSeconds,omitempty"`
+}
+
+// flood runs the three phases.
+func (r *runner) flood(ctx context.Context, res *result, deadline time.Time) error {
+	res.Jobs, res.BesidePods, res.Flooders = r.o.jobs, r.o.beside, r.o.flooders
+	if err := r.letTheFlooderReadA(ctx); err != nil {
+		return err
+	}
+	for i := range r.o.jobs {
+		job := r.newJob(r.ns, fmt.Sprintf("suspended-%04d", i), 1, 1)
+		job.Spec.Suspend = ptr.To(true)
+		if _, err := r.client.BatchV1().Jobs(r.ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating namespace A's Jobs: %w", err)
+		}
+	}
+	r.quiesce(ctx) // the controller's syncs of A's new Jobs
+	read, err := r.floodRead()
+	if err != nil {
+		return err
+	}
+	res.Flood = map[string]*floodPhase{}
+	for _, phase := range floodPhases {
+		got := &floodPhase{}
+		res.Flood[phase] = got
+		var stopFlood func() (map[string]int, float64)
+		if phase != "quiet" {
+			ns := r.ns
+			if phase == "denied" {
+				ns = r.nsB
+			}
+			stopFlood = startFlood(r.o.flooders, func(ctx context.Context) error { return read(ctx, ns) })
+			time.Sleep(floodWarmup)
+		}
+		for i := range r.o.floodRuns {
+			secs, err := r.runB(ctx, fmt.Sprintf("b-%s-%d", phase, i), deadline)
+			if err != nil {
+				if stopFlood != nil {
+					stopFlood()
+				}
+				return err
+			}
+			got.Seconds = append(got.Seconds, secs)
+		}
+		if stopFlood != nil {
+			got.Calls, got.CallSeconds = stopFlood()
+		}
+		log.Printf("%s: B's Job %s: %v s; flood calls %v in %.0fs", r.o.variant, phase, got.Seconds, got.Calls, got.CallSeconds)
+		r.quiesce(ctx)
+	}
+	return nil
+}
+
+// runB runs one Job of namespace B and returns its seconds from seen added
+// to seen Complete.
+func (r *runner) runB(ctx context.Context, name string, deadline time.Time) (float64, error) {
+	job, err := r.client.BatchV1().Jobs(r.nsB).Create(ctx, r.newJob(r.nsB, name, r.o.beside, max(1, r.o.beside/2)), metav1.CreateOptions{})
+	if err != nil {
+		return 0, err
+	}
+	if limit := time.Now().Add(aloneTimeout); limit.Before(deadline) {
+		deadline = limit
+	}
+	if err := r.w.waitFor(deadline, func() bool { return r.w.done(job.UID) }); err != nil {
+		return 0, fmt.Errorf("namespace B's Job %s: %w", name, err)
+	}
+	if r.w.failedJobs() > 0 {
+		return 0, fmt.Errorf("namespace B's Job %s failed", name)
+	}
+	return r.w.elapsed(job.UID), nil
+}
+
+// letTheFlooderReadA lets floodUser and system:anonymous get and list the
+// Jobs of namespace A, and nothing else.
+func (r *runner) letTheFlooderReadA(ctx context.Context) error {
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-flood-reader", Namespace: r.ns},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list"}}},
+	}
+	if _, err := r.client.RbacV1().Roles(r.ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-flood-reader", Namespace: r.ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{
+			{APIGroup: rbacv1.GroupName, Kind: "User", Name: floodUser},
+			{APIGroup: rbacv1.GroupName, Kind: "User", Name: "system:anonymous"},
+		},
+	}
+	_, err := r.client.RbacV1().RoleBindings(r.ns).Create(ctx, binding, metav1.CreateOptions{})
+	return err
+}
+
+// floodRead is one read of a namespace's Jobs at the variant's front door:
+// a page of them (the executor's default page size, 100).
+func (r *runner) floodRead() (func(ctx context.Context, ns string) error, error) {
+	if r.o.variant == "builtin" {
+		cfg := rest.CopyConfig(r.cfg)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: floodUser}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, ns string) error {
+			_, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{Limit: 100})
+			return err
+		}, nil
+	}
+	if r.o.executorAddr == "" {
+		return nil, errors.New("flood: -executor-addr is required for jobplane")
+	}
+	conn, err := grpc.NewClient(r.o.executorAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	executor := jobplanev1.NewExecutorServiceClient(conn)
+	return func(ctx context.Context, ns string) error {
+		_, err := executor.ListJobs(ctx, &jobplanev1.ListJobsRequest{Namespace: ns})
+		return err
+	}, nil
+}
+
+// startFlood calls read from n goroutines, each as soon as its last call
+// is answered, until the returned stop, which waits for the calls in
+// flight and says how many calls were answered with each code and for how
+// long the flood ran. A call taking over floodCallTimeout is cut short.
+func startFlood(n int, read func(context.Context) error) (stop func() (map[string]int, float64)) {
+	start := time.Now()
+	var stopped atomic.Bool
+	var mu sync.Mutex
+	calls := map[string]int{}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			mine := map[string]int{}
+			for !stopped.Load() {
+				ctx, cancel := context.WithTimeout(context.Background(), floodCallTimeout)
+				err := read(ctx)
+				cancel()
+				mine[codeOf(err).String()]++
+			}
+			mu.Lock()
+			for code, k := range mine {
+				calls[code] += k
+			}
+			mu.Unlock()
+		})
+	}
+	return func() (map[string]int, float64) {
+		stopped.Store(true)
+		wg.Wait()
+		return calls, time.Since(start).Seconds()
+	}
+}
+
+// floodCallTimeout bounds one call of the flood.
+const floodCallTimeout = 30 * time.Second
+
+// codeOf is err's gRPC code, the API server's errors mapped to the codes
+// of their meaning.
+func codeOf(err error) codes.Code {
+	switch {
+	case err == nil:
+		return codes.OK
+	case apierrors.IsForbidden(err):
+		return codes.PermissionDenied
+	case apierrors.IsTooManyRequests(err):
+		return codes.ResourceExhausted
+	}
+	if s, ok := status.FromError(err); ok {
+		return s.Code()
+	}
+	return codes.Unknown
+}

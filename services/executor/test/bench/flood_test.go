@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The flood's answers are counted by the code of their meaning, whichever
+// front door gave them.
+func TestFloodAnswersAreCountedByCode(t *testing.T) {
+	jobs := schema.GroupResource{Group: "batch", Resource: "jobs"}
+	for err, want := range map[error]codes.Code{
+		nil: codes.OK,
+		apierrors.NewForbidden(jobs, "", errors.New("no")): codes.PermissionDenied,
+		apierrors.NewTooManyRequests("later", 1):           codes.ResourceExhausted,
+		status.Error(codes.PermissionDenied, "no"):         codes.PermissionDenied,
+		status.Error(codes.ResourceExhausted, "later"):     codes.ResourceExhausted,
+		errors.New("connection reset"):                     codes.Unknown,
+	} {
+		if got := codeOf(err); got != want {
+			t.Errorf("codeOf(%v) = %v, want %v", err, got, want)
+		}
+	}
+	answers := []error{nil, status.Error(codes.PermissionDenied, "no"), nil}
+	var made atomic.Int32
+	stop := startFlood(1, func(context.Context) error {
+		if i := int(made.Add(1)) - 1; i < len(answers) {
+			return answers[i]
+		}
+		return status.Error(codes.ResourceExhausted, "later")
+	})
+	for made.Load() <= int32(len(answers)) {
+		time.Sleep(time.Millisecond)
+	}
+	answered, _ := stop()
+	total := 0
+	for _, k := range answered {
+		total += k
+	}
+	if answered["OK"] != 2 || answered["PermissionDenied"] != 1 || total != int(made.Load()) {
+		t.Errorf("answered %v of %d calls, want 2 OK, 1 PermissionDenied and every other call ResourceExhausted", answered, made.Load())
+	}
+}
+
+func TestTheFloodTableComparesEachPhaseWithTheQuietOne(t *testing.T) {
+	r := &result{Scenario: "flood", Variant: "jobplane", QPS: "20/30", Jobs: 200, BesidePods: 4, Flooders: 64, Flood: map[string]*floodPhase{
+		"quiet":   {Seconds: []float64{2, 2, 2}},
+		"allowed": {Seconds: []float64{3, 3, 3}, Calls: map[string]int{"OK": 4000}, CallSeconds: 40},
+		"denied":  {Seconds: []float64{2, 2, 2}, Calls: map[string]int{"PermissionDenied": 8000}, CallSeconds: 40},
+	}}
+	var out bytes.Buffer
+	writeReport(&out, []string{"20/30"}, func(scenario, variant, qps string) *result {
+		if scenario == r.Scenario && variant == r.Variant && qps == r.QPS {
+			return r
+		}
+		return nil
+	})
+	for _, want := range []string{
+		"| 20/30 | jobplane | allowed | 3.00, 3.00, 3.00 | 3.00 | 1.50 | 4000 OK | 100 |",
+		"| 20/30 | jobplane | denied | 2.00, 2.00, 2.00 | 2.00 | 1.00 | 8000 PermissionDenied | 200 |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
