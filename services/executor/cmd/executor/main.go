@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"google.golang.org/grpc"
@@ -134,9 +135,14 @@ func (c *config) validate() error {
 
 func main() {
 	var cfg config
+	server := grpcserver.Defaults("127.0.0.1:50052", "127.0.0.1:9092")
+	// The controller runs on the same cores as the API: a flood of one
+	// class of calls (reads from the caches are CPU-bound) gets every core
+	// but one, so that the controller always finds one.
+	server.Admission.ClassSeats = max(1, runtime.GOMAXPROCS(0)-1)
 	grpcserver.Command{
 		Name:   "executor",
-		Server: grpcserver.Defaults("127.0.0.1:50052", "127.0.0.1:9092"),
+		Server: server,
 		Flags:  cfg.registerFlags,
 		Setup: func(ctx context.Context, srv *grpcserver.Server, log *slog.Logger) error {
 			if err := cfg.validate(); err != nil {
