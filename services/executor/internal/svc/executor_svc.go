@@ -102,6 +102,8 @@ type ExecutorService struct {
 	jobplanev1.UnimplementedExecutorServiceServer
 	cfg Config
 	log *slog.Logger
+	// cached are the answers of the informer cache's Jobs.
+	cached answers
 }
 
 var _ jobplanev1.ExecutorServiceServer = (*ExecutorService)(nil)
@@ -162,6 +164,11 @@ func (s *ExecutorService) jobToProto(job *batchv1.Job) (*jobplanev1.Job, error) 
 		out.Kind = "Job"
 	}
 	return out, nil
+}
+
+// cachedJobToProto is jobToProto of a Job of the informer cache.
+func (s *ExecutorService) cachedJobToProto(job *batchv1.Job) (*jobplanev1.Job, error) {
+	return s.cached.job(job, s.jobToProto)
 }
 
 // jobKey checks the namespace and name a request names a Job by.

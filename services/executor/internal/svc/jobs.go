@@ -216,7 +216,7 @@ func (s *ExecutorService) GetJob(_ context.Context, req *jobplanev1.GetJobReques
 	if !s.manages(job) {
 		return nil, s.notManaged(job)
 	}
-	out, err := s.jobToProto(job)
+	out, err := s.cachedJobToProto(job)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +283,7 @@ func (s *ExecutorService) ListJobs(_ context.Context, req *jobplanev1.ListJobsRe
 	}
 	resp.Jobs = make([]*jobplanev1.Job, len(jobs))
 	for i, j := range jobs {
-		if resp.Jobs[i], err = s.jobToProto(j); err != nil {
+		if resp.Jobs[i], err = s.cachedJobToProto(j); err != nil {
 			return nil, err
 		}
 	}
