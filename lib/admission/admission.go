@@ -38,6 +38,13 @@ const (
 	Workload = "workload"
 )
 
+// The classes of RPC, by what a call does: Admit's class.
+const (
+	ClassRead    = "read"    // get, list, watch
+	ClassWrite   = "write"   // create, update, delete
+	ClassCompute = "compute" // a pure function of the request
+)
+
 // LevelConfig is one priority level's budgets.
 type LevelConfig struct {
 	// Seats bounds the calls in flight.
@@ -46,6 +53,8 @@ type LevelConfig struct {
 	// class), so that a flood of one class leaves seats to the others; 0
 	// or Seats sets no bound of its own.
 	ClassSeats int
+	// SeatsOfClass bounds particular classes instead of ClassSeats.
+	SeatsOfClass map[string]int
 	// Bytes bounds the request bytes being decoded and held (wire size
 	// times the expansion factor).
 	Bytes int64
@@ -130,7 +139,7 @@ func (c *Controller) Admit(ctx context.Context, levelName, flow, class string) (
 		waited, err = classSeats.acquire(ctx, flow, 1, c.cfg.MaxQueueWait)
 		if err != nil {
 			c.metrics.wait.WithLabelValues(l.name).Observe(waited.Seconds())
-			return nil, c.refuse(l, "seats of class "+class, int64(l.cfg.ClassSeats), err)
+			return nil, c.refuse(l, "seats of class "+class, int64(l.cfg.seatsOf(class)), err)
 		}
 	}
 	levelWait, err := l.seats.acquire(ctx, flow, 1, c.cfg.MaxQueueWait-waited)
@@ -149,17 +158,26 @@ func (c *Controller) Admit(ctx context.Context, levelName, flow, class string) (
 // classSeats is the semaphore of class's seats in l, or nil when l sets
 // no bound of a class's own.
 func (l *level) classSeats(c *Controller, class string) *fairSemaphore {
-	if class == "" || l.cfg.ClassSeats <= 0 || l.cfg.ClassSeats >= l.cfg.Seats {
+	seats := l.cfg.seatsOf(class)
+	if class == "" || seats <= 0 || seats >= l.cfg.Seats {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s, ok := l.classes[class]
 	if !ok {
-		s = newFairSemaphore(int64(l.cfg.ClassSeats), c.cfg.QueueLength, c.metrics.waiting.WithLabelValues(l.name, "seats-"+class))
+		s = newFairSemaphore(int64(seats), c.cfg.QueueLength, c.metrics.waiting.WithLabelValues(l.name, "seats-"+class))
 		l.classes[class] = s
 	}
 	return s
+}
+
+// seatsOf is the bound of class's calls in flight; 0: none of its own.
+func (lc LevelConfig) seatsOf(class string) int {
+	if seats, ok := lc.SeatsOfClass[class]; ok {
+		return seats
+	}
+	return lc.ClassSeats
 }
 
 // OpenStream admits a long-lived stream: no seat, one of the caller's

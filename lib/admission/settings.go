@@ -24,6 +24,11 @@ type Settings struct {
 	// 0 is three quarters of the level's seats), so that a flood of one
 	// leaves seats to the others.
 	ClassSeats int
+	// WorkloadReadSeats bounds the workload level's reads alone; 0 is
+	// ClassSeats (flag -max-inflight-workload-reads). A service answering
+	// reads from its caches, on the cores its own work needs, keeps a core
+	// for that work with it.
+	WorkloadReadSeats int
 	// Bytes is the memory the requests in flight may take, split evenly
 	// between the two levels (flag -max-inflight-bytes; 0 derives it from
 	// the process's memory limit, GOMEMLIMIT).
@@ -60,6 +65,7 @@ func DefaultSettings() Settings {
 func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.Seats, "max-inflight-calls", s.Seats, "calls served at once in each priority level (system, workload); more wait in a fair queue per caller")
 	fs.IntVar(&s.WorkloadSeats, "max-inflight-workload-calls", s.WorkloadSeats, "calls of the workload priority level (every caller but -system-users) served at once; 0: as many as -max-inflight-calls")
+	fs.IntVar(&s.WorkloadReadSeats, "max-inflight-workload-reads", s.WorkloadReadSeats, "reads (get, list, watch) of the workload priority level served at once; 0: as any other class (-max-inflight-calls-per-class)")
 	fs.IntVar(&s.ClassSeats, "max-inflight-calls-per-class", s.ClassSeats, "calls of one class of RPC (read: get, list, watch; write: create, update, delete; compute: the pure functions) served at once in a priority level, so that a flood of one class leaves seats to the others; 0: three quarters of the level's seats")
 	fs.Int64Var(&s.Bytes, "max-inflight-bytes", s.Bytes, "memory the requests in flight may take, half for each priority level; 0: half of the memory limit (GOMEMLIMIT), or 1 GiB without one")
 	fs.Int64Var(&s.Expansion, "request-memory-per-byte", s.Expansion, "memory one byte of a request costs once decoded, charged against max-inflight-bytes")
@@ -96,6 +102,9 @@ func (s Settings) Validate() error {
 	if s.WorkloadSeats < 0 {
 		errs = append(errs, fmt.Errorf("max-inflight-workload-calls must not be negative, got %d", s.WorkloadSeats))
 	}
+	if s.WorkloadReadSeats < 0 {
+		errs = append(errs, fmt.Errorf("max-inflight-workload-reads must not be negative, got %d", s.WorkloadReadSeats))
+	}
 	if s.ClassSeats < 0 {
 		errs = append(errs, fmt.Errorf("max-inflight-calls-per-class must not be negative, got %d", s.ClassSeats))
 	}
@@ -117,6 +126,9 @@ func (s Settings) Config() Config {
 		workload.Seats = s.WorkloadSeats
 	}
 	level.ClassSeats, workload.ClassSeats = s.classSeats(level.Seats), s.classSeats(workload.Seats)
+	if s.WorkloadReadSeats > 0 {
+		workload.SeatsOfClass = map[string]int{ClassRead: min(s.WorkloadReadSeats, workload.Seats)}
+	}
 	return Config{
 		Levels:       map[string]LevelConfig{System: level, Workload: workload},
 		QueueLength:  s.QueueLength,

@@ -1,10 +1,12 @@
 package admission
 
 import (
+	"context"
 	"flag"
 	"runtime/debug"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestSettingsFromFlags(t *testing.T) {
@@ -68,5 +70,42 @@ func TestClassSeats(t *testing.T) {
 	s.ClassSeats = 2
 	if got := s.Config().Levels[System].ClassSeats; got != 2 {
 		t.Errorf("class seats %d, want the flag's 2", got)
+	}
+}
+
+// -max-inflight-workload-reads bounds the workload level's reads alone:
+// not its writes, not the system level's reads.
+func TestWorkloadReadSeats(t *testing.T) {
+	s := DefaultSettings()
+	s.WorkloadReadSeats = 1
+	cfg := s.Config()
+	workload, system := cfg.Levels[Workload], cfg.Levels[System]
+	if got := workload.seatsOf(ClassRead); got != 1 {
+		t.Errorf("workload reads %d, want 1", got)
+	}
+	if got := workload.seatsOf(ClassWrite); got != 6 {
+		t.Errorf("workload writes %d, want 6 of 8", got)
+	}
+	if got := system.seatsOf(ClassRead); got != 6 {
+		t.Errorf("system reads %d, want 6 of 8", got)
+	}
+	c := New(cfg, nil)
+	ctx := context.Background()
+	read, err := c.Admit(ctx, Workload, "reader", ClassRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer read.Release()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Admit(short, Workload, "another-reader", ClassRead); err == nil {
+		t.Error("a second workload read admitted beside the first")
+	}
+	for level, class := range map[string]string{Workload: ClassWrite, System: ClassRead} {
+		tk, err := c.Admit(ctx, level, "other", class)
+		if err != nil {
+			t.Fatalf("a %s call of the %s level beside the read: %v", class, level, err)
+		}
+		tk.Release()
 	}
 }

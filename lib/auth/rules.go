@@ -2,6 +2,7 @@ package auth
 
 import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/admission"
 )
 
 // Rule is what an RPC does, as the Kubernetes permission a caller needs for
@@ -177,12 +178,12 @@ func planPermissions(r *jobplanev1.ExecuteRequest) []Attributes {
 	return out
 }
 
-// The classes of RPC, by what a call does (admission bounds each class's
-// calls in flight).
+// The classes of RPC, by what a call does: admission bounds each class's
+// calls in flight.
 const (
-	ClassRead    = "read"    // get, list, watch
-	ClassWrite   = "write"   // create, update, delete
-	ClassCompute = "compute" // a pure function of the request
+	ClassRead    = admission.ClassRead
+	ClassWrite   = admission.ClassWrite
+	ClassCompute = admission.ClassCompute
 )
 
 // ClassOf is the class of the RPC method, by the verb of its rule; "" for a

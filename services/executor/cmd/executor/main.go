@@ -136,10 +136,11 @@ func (c *config) validate() error {
 func main() {
 	var cfg config
 	server := grpcserver.Defaults("127.0.0.1:50052", "127.0.0.1:9092")
-	// The controller runs on the same cores as the API: a flood of one
-	// class of calls (reads from the caches are CPU-bound) gets every core
-	// but one, so that the controller always finds one.
-	server.Admission.ClassSeats = max(1, runtime.GOMAXPROCS(0)-1)
+	// The controller runs on the same cores as the API: outside callers'
+	// reads (answered from the caches: CPU-bound) get every core but one,
+	// so that the controller always finds one. Writes wait on the API
+	// server and keep their seats.
+	server.Admission.WorkloadReadSeats = max(1, runtime.GOMAXPROCS(0)-1)
 	grpcserver.Command{
 		Name:   "executor",
 		Server: server,
