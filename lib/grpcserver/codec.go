@@ -287,7 +287,7 @@ func unstableFields(md protoreflect.MessageDescriptor) []protoreflect.FieldDescr
 	fields := md.Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
-		if fd.Message() != nil && !stableTypes(fd.Message(), map[protoreflect.FullName]bool{md.FullName(): true}) {
+		if fd.Message() != nil && !stableTypes(fd.Message(), map[protoreflect.FullName]bool{}) {
 			unstable = append(unstable, fd)
 		}
 	}
@@ -344,7 +344,8 @@ var vtTypes sync.Map
 
 // vtWellKnown are the well-known types whose vtprotobuf encoder (in its own
 // types/known packages, which generated code calls) has no map: it writes
-// them as protobuf-go does. google.protobuf.Struct is not one of them, nor
+// them as protobuf-go does, but for unknown fields, which it drops (none
+// reach here: the messages encoded are built, not decoded). google.protobuf.Struct is not one of them, nor
 // Value and ListValue, which hold Structs.
 var vtWellKnown = map[protoreflect.FullName]bool{
 	"google.protobuf.Any": true, "google.protobuf.Duration": true, "google.protobuf.Empty": true,

@@ -70,10 +70,10 @@ func JobFromKube(j *batchv1.Job) (*jobplanev1.Job, error) {
 	return jobFromKube(j, template), nil
 }
 
-// JobWithRestartPolicyFromKube converts a Job whose template spec holds
-// its restartPolicy alone (what JobToKube decodes with RestartPolicyOnly):
-// no JSON round trip of the PodSpec. Its Struct has at most one field, so
-// any encoder writes it in one order.
+// JobWithRestartPolicyFromKube converts a Job, of whose template spec it
+// keeps the restartPolicy alone (all JobToKube reads with
+// RestartPolicyOnly): no JSON round trip of the PodSpec. The spec's Struct
+// has at most one field, so any encoder writes it in one order.
 func JobWithRestartPolicyFromKube(j *batchv1.Job) *jobplanev1.Job {
 	fields := map[string]*structpb.Value{}
 	if rp := j.Spec.Template.Spec.RestartPolicy; rp != "" {

@@ -75,7 +75,7 @@ func testBinDir(root, pkg string) (string, error) {
 	if cache == "" {
 		user, err := os.UserCacheDir()
 		if err != nil {
-			return "", err
+			user = os.TempDir()
 		}
 		cache = filepath.Join(user, "jobplane")
 	}
@@ -86,24 +86,59 @@ func testBinDir(root, pkg string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	return dir, os.WriteFile(filepath.Join(dir, checkoutFile), []byte(root), 0o644)
+	return dir, nameCheckout(dir, root)
 }
 
 // checkoutFile, in a directory of testBinDir, holds its checkout's path.
 const checkoutFile = "checkout"
 
+// nameCheckout writes dir's checkoutFile once, whole (renamed into place),
+// so that another test binary pruning never reads it half written.
+func nameCheckout(dir, root string) error {
+	path := filepath.Join(dir, checkoutFile)
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	f, err := os.CreateTemp(dir, checkoutFile+"-")
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(root)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// staleBuild is how old a build directory is once its build was cut short
+// (a test binary killed while it built).
+const staleBuild = time.Hour
+
 // pruneTestBins removes the directories of bins whose checkout is gone
-// (a fresh clone deleted after its run).
+// (a fresh clone deleted after its run), and builds cut short.
 func pruneTestBins(bins string) {
 	entries, _ := os.ReadDir(bins)
 	for _, e := range entries {
 		dir := filepath.Join(bins, e.Name())
 		root, err := os.ReadFile(filepath.Join(dir, checkoutFile))
-		if err != nil {
+		if err != nil || len(root) == 0 {
 			continue // being made, or not ours
 		}
 		if _, err := os.Stat(string(root)); errors.Is(err, fs.ErrNotExist) {
 			os.RemoveAll(dir)
+			continue
+		}
+		builds, _ := filepath.Glob(filepath.Join(dir, "build-*"))
+		for _, b := range builds {
+			if info, err := os.Stat(b); err == nil && time.Since(info.ModTime()) > staleBuild {
+				os.RemoveAll(b)
+			}
 		}
 	}
 }

@@ -9,6 +9,9 @@ import (
 // Test runs leave one executable per checkout and package, and none of a
 // checkout that is gone.
 func TestBuiltBinariesAreKeptOncePerCheckout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the planner twice")
+	}
 	cache := t.TempDir()
 	t.Setenv("JOBPLANE_CACHE", cache)
 	gone := filepath.Join(cache, "test-bin", "0123456789abcdef")

@@ -13,8 +13,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 )
@@ -79,6 +81,37 @@ func testPod(i, rv int, phase corev1.PodPhase) *corev1.Pod {
 	}
 }
 
+// onePodJob is a one-pod Job as kubectl creates it, defaulted by the API
+// server, with its pod running.
+func onePodJob() (*batchv1.Job, *corev1.Pod) {
+	labels := map[string]string{"batch.kubernetes.io/controller-uid": "job-uid", "batch.kubernetes.io/job-name": "pi", "controller-uid": "job-uid", "job-name": "pi"}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "pi", Namespace: "tenant-a", UID: "job-uid", ResourceVersion: "1042", Generation: 1,
+			Labels: labels, CreationTimestamp: metav1.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](1), BackoffLimit: ptr.To[int32](6),
+			CompletionMode: ptr.To(batchv1.NonIndexedCompletion), Suspend: ptr.To(false),
+			PodReplacementPolicy: ptr.To(batchv1.TerminatingOrFailed), ManagedBy: ptr.To("jobplane.dev/executor"),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": "job-uid"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{
+						Name: "pi", Image: "perl:5.34.0", Command: []string{"perl", "-Mbignum=bpi", "-wle", "print bpi(2000)"},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
+					}},
+				},
+			},
+		},
+		Status: batchv1.JobStatus{Active: 1, StartTime: ptr.To(metav1.Date(2026, 6, 1, 8, 0, 1, 0, time.UTC))},
+	}
+	pod := testPod(1, 1050, corev1.PodRunning)
+	pod.Labels = labels
+	pod.Finalizers = []string{"batch.kubernetes.io/job-tracking"}
+	return job, pod
+}
+
 // Along random changes (pods added, changed, removed, some without a
 // resourceVersion; the Job changed or not; the executor's state), each
 // delta applied to the planner's base gives the full snapshot, and carries
@@ -86,7 +119,7 @@ func testPod(i, rv int, phase corev1.PodPhase) *corev1.Pod {
 func TestDeltaAppliedToItsBaseIsTheFullSnapshot(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	rv := 100
-	job, _ := benchJob() // maps of several entries: written in key order
+	job, _ := onePodJob() // maps of several entries: written in key order
 	job.ResourceVersion = "1"
 	job.Status = batchv1.JobStatus{}
 	pods := map[int]*corev1.Pod{}

@@ -82,7 +82,9 @@ func wireRequest(id string, num protowire.Number, head vtMessage, podsNum protow
 // what protobuf-go's deterministic marshaling writes, maps in key order
 // (marshal_stable), several times faster, for every message here: the one
 // map it writes in Go's order, a google.protobuf.Struct's, holds at most
-// one field in a snapshot (the template's restartPolicy).
+// one field in a snapshot (the template's restartPolicy). Unlike
+// protobuf-go it does not check that strings are UTF-8: the planner
+// refuses a request that is not, as it refuses any other caller's.
 type vtMessage interface {
 	MarshalVTStrict() ([]byte, error)
 }

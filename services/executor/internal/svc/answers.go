@@ -10,19 +10,24 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 )
 
-// answers keeps the contract's form of the informer cache's Jobs, each for
-// as long as its object lives: a Job read again and again (a tenant listing
-// its Jobs) is converted once, where each conversion costs a JSON round
-// trip of its pod template. An informer never changes its objects in place
-// (a change is a new object), and answers are only read (encoded), so one
-// converted Job serves every answer holding it.
-type answers struct {
+// answerCache keeps the contract's form of the informer cache's Jobs, each
+// for as long as its object lives: a Job read again and again (a tenant
+// listing its Jobs) is converted once, where each conversion costs a JSON
+// round trip of its pod template. An informer never changes its objects in
+// place (a change is a new object), and answers are only read (encoded),
+// so one converted Job serves every answer holding it. At most
+// maxCachedAnswers are kept (about as much memory again as the informer's
+// Jobs); the Jobs read beyond them are converted on each call.
+type answerCache struct {
 	mu   sync.Mutex
 	jobs map[weak.Pointer[batchv1.Job]]*jobplanev1.Job
 }
 
+// maxCachedAnswers bounds the Jobs an answerCache keeps.
+const maxCachedAnswers = 10_000
+
 // job is the answer's form of job, an object of the informer cache.
-func (a *answers) job(job *batchv1.Job, convert func(*batchv1.Job) (*jobplanev1.Job, error)) (*jobplanev1.Job, error) {
+func (a *answerCache) job(job *batchv1.Job, convert func(*batchv1.Job) (*jobplanev1.Job, error)) (*jobplanev1.Job, error) {
 	if job == nil {
 		return convert(job)
 	}
@@ -42,6 +47,9 @@ func (a *answers) job(job *batchv1.Job, convert func(*batchv1.Job) (*jobplanev1.
 	if kept, ok := a.jobs[key]; ok { // converted meanwhile by another call
 		return kept, nil
 	}
+	if len(a.jobs) >= maxCachedAnswers {
+		return out, nil
+	}
 	if a.jobs == nil {
 		a.jobs = map[weak.Pointer[batchv1.Job]]*jobplanev1.Job{}
 	}
@@ -51,14 +59,14 @@ func (a *answers) job(job *batchv1.Job, convert func(*batchv1.Job) (*jobplanev1.
 }
 
 // forget drops the answer of an object the informer no longer holds.
-func (a *answers) forget(key weak.Pointer[batchv1.Job]) {
+func (a *answerCache) forget(key weak.Pointer[batchv1.Job]) {
 	a.mu.Lock()
 	delete(a.jobs, key)
 	a.mu.Unlock()
 }
 
 // size is how many answers are kept.
-func (a *answers) size() int {
+func (a *answerCache) size() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.jobs)

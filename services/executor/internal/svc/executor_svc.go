@@ -103,7 +103,7 @@ type ExecutorService struct {
 	cfg Config
 	log *slog.Logger
 	// cached are the answers of the informer cache's Jobs.
-	cached answers
+	cached answerCache
 }
 
 var _ jobplanev1.ExecutorServiceServer = (*ExecutorService)(nil)

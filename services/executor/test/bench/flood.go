@@ -51,7 +51,7 @@ type floodPhase struct {
 	Seconds []float64 `json:"seconds"`
 	// Calls are the flood's calls answered in the phase, by their gRPC
 	// code (the API server's answers mapped as client-go's errors are),
-	// and CallSeconds how long the flood ran.
+	// and CallSeconds how long the flood ran (its warm-up included).
 	Calls       map[string]int `json:"calls,omitempty"`
 	CallSeconds float64        `json:"callSeconds,omitempty"`
 }
@@ -70,10 +70,11 @@ func (r *runner) flood(ctx context.Context, res *result, deadline time.Time) err
 		}
 	}
 	r.quiesce(ctx) // the controller's syncs of A's new Jobs
-	read, err := r.floodRead()
+	read, closeRead, err := r.floodRead()
 	if err != nil {
 		return err
 	}
+	defer closeRead()
 	res.Flood = map[string]*floodPhase{}
 	for _, phase := range floodPhases {
 		got := &floodPhase{}
@@ -147,33 +148,36 @@ func (r *runner) letTheFlooderReadA(ctx context.Context) error {
 	return err
 }
 
-// floodRead is one read of a namespace's Jobs at the variant's front door:
-// a page of them (the executor's default page size, 100).
-func (r *runner) floodRead() (func(ctx context.Context, ns string) error, error) {
+// floodRead is one read of a namespace's Jobs at the variant's front door,
+// made once (client-go would retry a 429 itself): a page of them (the
+// executor's default page size, 100). The second function closes its
+// connection.
+func (r *runner) floodRead() (func(ctx context.Context, ns string) error, func(), error) {
 	if r.o.variant == "builtin" {
 		cfg := rest.CopyConfig(r.cfg)
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: floodUser}
 		client, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		return func(ctx context.Context, ns string) error {
-			_, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{Limit: 100})
-			return err
-		}, nil
+			return client.BatchV1().RESTClient().Get().Namespace(ns).Resource("jobs").
+				VersionedParams(&metav1.ListOptions{Limit: 100}, metav1.ParameterCodec).
+				MaxRetries(0).Do(ctx).Error()
+		}, func() {}, nil
 	}
 	if r.o.executorAddr == "" {
-		return nil, errors.New("flood: -executor-addr is required for jobplane")
+		return nil, nil, errors.New("flood: -executor-addr is required for jobplane")
 	}
 	conn, err := grpc.NewClient(r.o.executorAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	executor := jobplanev1.NewExecutorServiceClient(conn)
 	return func(ctx context.Context, ns string) error {
 		_, err := executor.ListJobs(ctx, &jobplanev1.ListJobsRequest{Namespace: ns})
 		return err
-	}, nil
+	}, func() { conn.Close() }, nil
 }
 
 // startFlood calls read from n goroutines, each as soon as its last call

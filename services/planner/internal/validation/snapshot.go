@@ -55,8 +55,8 @@ type SyncFields interface {
 	GetTrackingFinalizer() string
 }
 
-// knownFinalizers are the executor's tracking finalizers, valid: the
-// regular expression is spared on its every call.
+// knownFinalizers are the tracking finalizers the executor sends, which are
+// valid: checking them would run a regular expression on every call.
 var knownFinalizers = map[string]bool{plan.DefaultTrackingFinalizer: true, batchv1.JobTrackingFinalizer: true}
 
 // checkSync checks the fields of the sync; paths are under parent (nil: at
