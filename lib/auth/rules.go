@@ -178,15 +178,8 @@ func planPermissions(r *jobplanev1.ExecuteRequest) []Attributes {
 	return out
 }
 
-// The classes of RPC, by what a call does: admission bounds each class's
-// calls in flight.
-const (
-	ClassRead    = admission.ClassRead
-	ClassWrite   = admission.ClassWrite
-	ClassCompute = admission.ClassCompute
-)
-
-// ClassOf is the class of the RPC method, by the verb of its rule; "" for a
+// ClassOf is the admission class of the RPC method (admission.ClassRead,
+// ClassWrite, ClassCompute), by the verb of its rule; "" for a
 // method without one.
 func ClassOf(method string) string {
 	r, ok := Rules[method]
@@ -194,11 +187,11 @@ func ClassOf(method string) string {
 	case !ok:
 		return ""
 	case r.AuthenticationOnly():
-		return ClassCompute
+		return admission.ClassCompute
 	case r.Verb == "get" || r.Verb == "list" || r.Verb == "watch":
-		return ClassRead
+		return admission.ClassRead
 	default:
-		return ClassWrite
+		return admission.ClassWrite
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jobplane/jobplane/lib/admission"
+
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -176,13 +178,13 @@ func rpcComments(t *testing.T, dir string) map[string]string {
 
 func TestClassOf(t *testing.T) {
 	for method, want := range map[string]string{
-		jobplanev1.ExecutorService_GetJob_FullMethodName:      auth.ClassRead,
-		jobplanev1.ExecutorService_WatchJobs_FullMethodName:   auth.ClassRead,
-		jobplanev1.ExecutorService_SubmitJob_FullMethodName:   auth.ClassWrite,
-		jobplanev1.ExecutorService_Execute_FullMethodName:     auth.ClassWrite,
-		jobplanev1.CronService_TriggerCronJob_FullMethodName:  auth.ClassWrite,
-		jobplanev1.PlannerService_PlanSync_FullMethodName:     auth.ClassCompute,
-		jobplanev1.CronService_PreviewSchedule_FullMethodName: auth.ClassCompute,
+		jobplanev1.ExecutorService_GetJob_FullMethodName:      admission.ClassRead,
+		jobplanev1.ExecutorService_WatchJobs_FullMethodName:   admission.ClassRead,
+		jobplanev1.ExecutorService_SubmitJob_FullMethodName:   admission.ClassWrite,
+		jobplanev1.ExecutorService_Execute_FullMethodName:     admission.ClassWrite,
+		jobplanev1.CronService_TriggerCronJob_FullMethodName:  admission.ClassWrite,
+		jobplanev1.PlannerService_PlanSync_FullMethodName:     admission.ClassCompute,
+		jobplanev1.CronService_PreviewSchedule_FullMethodName: admission.ClassCompute,
 		"/unknown.Service/Method":                             "",
 	} {
 		if got := auth.ClassOf(method); got != want {
