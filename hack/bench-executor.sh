@@ -30,7 +30,9 @@
 #         pods runs FLOOD_RUNS times quietly, then while FLOODERS goroutines
 #         of another caller list namespace A's FLOOD_JOBS suspended Jobs
 #         (the API server's list for the built-in, the executor's ListJobs
-#         for jobplane), then while they list B's, which they may not.
+#         for jobplane), then while they list B's, which they may not, then
+#         while they list a namespace of a new name each call (no cached
+#         authorization: each is asked of the API server).
 # The driver is services/executor/test/bench. kwok takes its stages from
 # hack/kwok/stages, as the repository's other clusters: the pods of big and
 # many carry no fate.jobplane.dev/ annotation, so they run at once and then

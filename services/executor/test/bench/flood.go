@@ -32,8 +32,10 @@ import (
 // (at -executor-addr, as system:anonymous, which the loopback executor of
 // the benchmark authenticates). Each caller may read namespace A only:
 // the allowed flood reads A, the denied flood reads B and is refused
-// (Forbidden, PermissionDenied). B's Job runs -flood-runs times in each of
-// the three phases: quiet, allowed flood, denied flood.
+// (Forbidden, PermissionDenied), the unseen flood reads a namespace of a
+// new name each call, so that no authorization is cached and each is asked
+// of the API server. B's Job runs -flood-runs times in each phase: quiet,
+// allowed, denied, unseen.
 
 // floodUser is the flooder's user on the API server (impersonated by the
 // driver's admin credentials); system:anonymous is the executor's caller.
@@ -43,7 +45,7 @@ const floodUser = "bench-flooder"
 const floodWarmup = 3 * time.Second
 
 // floodPhases in the order they run.
-var floodPhases = []string{"quiet", "allowed", "denied"}
+var floodPhases = []string{"quiet", "allowed", "denied", "unseen"}
 
 // floodPhase is one phase's measurement.
 type floodPhase struct {
@@ -81,11 +83,13 @@ func (r *runner) flood(ctx context.Context, res *result, deadline time.Time) err
 		res.Flood[phase] = got
 		var stopFlood func() (map[string]int, float64)
 		if phase != "quiet" {
-			ns := r.ns
-			if phase == "denied" {
-				ns = r.nsB
-			}
-			stopFlood = startFlood(r.o.flooders, func(ctx context.Context) error { return read(ctx, ns) })
+			var unseen atomic.Int64
+			namespace := map[string]func() string{
+				"allowed": func() string { return r.ns },
+				"denied":  func() string { return r.nsB },
+				"unseen":  func() string { return fmt.Sprintf("bench-flood-unseen-%d", unseen.Add(1)) },
+			}[phase]
+			stopFlood = startFlood(r.o.flooders, func(ctx context.Context) error { return read(ctx, namespace()) })
 			time.Sleep(floodWarmup)
 		}
 		for i := range r.o.floodRuns {

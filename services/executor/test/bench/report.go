@@ -183,7 +183,7 @@ func writeReport(w io.Writer, qpsOrder []string, find func(scenario, variant, qp
 	// A tenant's flood.
 	if r := firstOf(qpsOrder, find, "flood"); r != nil {
 		p("#### A tenant's flood: %d goroutines read namespace A's %d suspended Jobs while namespace B's %d-pod Job runs\n\n", r.Flooders, r.Jobs, r.BesidePods)
-		p("B's Job, seen added to seen Complete, %d times in each phase: quiet; while another caller, allowed to read namespace A, lists A's Jobs (100 a call) at the controller's front door as fast as it is answered (the API server for the built-in, the executor's ListJobs for jobplane); while the same caller lists B's, which it may not. Calls: the flood's answers in the phase, by code, and their rate.\n\n", len(r.Flood["quiet"].Seconds))
+		p("B's Job, seen added to seen Complete, %d times in each phase: quiet; while another caller, allowed to read namespace A, lists A's Jobs (100 a call) at the controller's front door as fast as it is answered (the API server for the built-in, the executor's ListJobs for jobplane); while the same caller lists B's, which it may not; while it lists a namespace of a new name each call, whose authorization no cache holds. Calls: the flood's answers in the phase, by code, and their rate.\n\n", len(r.Flood["quiet"].Seconds))
 		p("| QPS/burst | controller | flood | B's Job (s) | mean (s) | mean / quiet | calls answered | calls/s |\n")
 		p("|---|---|---|---|---:|---:|---|---:|\n")
 		rows("flood", func(qps, v string, r *result) {
