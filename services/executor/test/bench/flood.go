@@ -12,7 +12,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,11 +38,21 @@ import (
 // (Forbidden, PermissionDenied), the unseen flood reads a namespace of a
 // new name each call, so that no authorization is cached and each is asked
 // of the API server. B's Job runs -flood-runs times in each phase: quiet,
-// allowed, denied, unseen.
+// allowed, denied, unseen. Through every phase a bystander, another caller
+// allowed to read namespace B only, lists B's Jobs at the same door every
+// bystanderEvery: how much longer do its reads take than in the quiet?
 
 // floodUser is the flooder's user on the API server (impersonated by the
 // driver's admin credentials); system:anonymous is the executor's caller.
 const floodUser = "bench-flooder"
+
+// bystanderUser is the bystander's user on the API server (impersonated,
+// so in the flooder's priority level, as another flow); its ServiceAccount
+// in namespace B, of the same name, is the executor's caller.
+const bystanderUser = "bench-bystander"
+
+// bystanderEvery is how often the bystander reads.
+const bystanderEvery = 50 * time.Millisecond
 
 // floodWarmup is how long a flood runs before B's first Job of its phase.
 const floodWarmup = 3 * time.Second
@@ -56,6 +69,20 @@ type floodPhase struct {
 	// and CallSeconds how long the flood ran (its warm-up included).
 	Calls       map[string]int `json:"calls,omitempty"`
 	CallSeconds float64        `json:"callSeconds,omitempty"`
+	// Bystander is another caller's reads of namespace B through the
+	// phase.
+	Bystander *bystanderReads `json:"bystander,omitempty"`
+}
+
+// bystanderReads are the times of a caller's reads, one every
+// bystanderEvery, that is not the flooder and may read namespace B only.
+type bystanderReads struct {
+	// P50, P99 and Max are of the answered calls' times, in milliseconds.
+	P50 float64 `json:"p50Millis"`
+	P99 float64 `json:"p99Millis"`
+	Max float64 `json:"maxMillis"`
+	// Calls are its calls by the code of their answers.
+	Calls map[string]int `json:"calls"`
 }
 
 // flood runs the three phases.
@@ -72,15 +99,25 @@ func (r *runner) flood(ctx context.Context, res *result, deadline time.Time) err
 		}
 	}
 	r.quiesce(ctx) // the controller's syncs of A's new Jobs
-	read, closeRead, err := r.floodRead()
+	read, closeRead, err := r.frontDoor(floodUser, "")
 	if err != nil {
 		return err
 	}
 	defer closeRead()
+	bystanderToken, err := r.letTheBystanderReadB(ctx)
+	if err != nil {
+		return err
+	}
+	readB, closeReadB, err := r.frontDoor(bystanderUser, bystanderToken)
+	if err != nil {
+		return err
+	}
+	defer closeReadB()
 	res.Flood = map[string]*floodPhase{}
 	for _, phase := range floodPhases {
 		got := &floodPhase{}
 		res.Flood[phase] = got
+		stopBystander := startBystander(func(ctx context.Context) error { return readB(ctx, r.nsB) })
 		var stopFlood func() (map[string]int, float64)
 		if phase != "quiet" {
 			var unseen atomic.Int64
@@ -95,6 +132,7 @@ func (r *runner) flood(ctx context.Context, res *result, deadline time.Time) err
 		for i := range r.o.floodRuns {
 			secs, err := r.runB(ctx, fmt.Sprintf("b-%s-%d", phase, i), deadline)
 			if err != nil {
+				stopBystander()
 				if stopFlood != nil {
 					stopFlood()
 				}
@@ -102,10 +140,11 @@ func (r *runner) flood(ctx context.Context, res *result, deadline time.Time) err
 			}
 			got.Seconds = append(got.Seconds, secs)
 		}
+		got.Bystander = stopBystander()
 		if stopFlood != nil {
 			got.Calls, got.CallSeconds = stopFlood()
 		}
-		log.Printf("%s: B's Job %s: %v s; flood calls %v in %.0fs", r.o.variant, phase, got.Seconds, got.Calls, got.CallSeconds)
+		log.Printf("%s: B's Job %s: %v s; flood calls %v in %.0fs; bystander %+v", r.o.variant, phase, got.Seconds, got.Calls, got.CallSeconds, *got.Bystander)
 		r.quiesce(ctx)
 	}
 	return nil
@@ -133,33 +172,62 @@ func (r *runner) runB(ctx context.Context, name string, deadline time.Time) (flo
 // letTheFlooderReadA lets floodUser and system:anonymous get and list the
 // Jobs of namespace A, and nothing else.
 func (r *runner) letTheFlooderReadA(ctx context.Context) error {
+	return r.letReadJobs(ctx, r.ns, "bench-flood-reader",
+		rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: floodUser},
+		rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "system:anonymous"})
+}
+
+// letTheBystanderReadB lets bystanderUser and the ServiceAccount of that
+// name in namespace B get and list B's Jobs, and nothing else; it returns
+// a token of the ServiceAccount.
+func (r *runner) letTheBystanderReadB(ctx context.Context) (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: bystanderUser, Namespace: r.nsB}}
+	if _, err := r.client.CoreV1().ServiceAccounts(r.nsB).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	err := r.letReadJobs(ctx, r.nsB, "bench-bystander-reader",
+		rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: bystanderUser},
+		rbacv1.Subject{Kind: "ServiceAccount", Name: bystanderUser, Namespace: r.nsB})
+	if err != nil {
+		return "", err
+	}
+	token, err := r.client.CoreV1().ServiceAccounts(r.nsB).CreateToken(ctx, bystanderUser,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("a token of the bystander's ServiceAccount: %w", err)
+	}
+	return token.Status.Token, nil
+}
+
+// letReadJobs binds subjects to a Role, named name, to get and list the
+// Jobs of ns.
+func (r *runner) letReadJobs(ctx context.Context, ns, name string, subjects ...rbacv1.Subject) error {
 	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench-flood-reader", Namespace: r.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list"}}},
 	}
-	if _, err := r.client.RbacV1().Roles(r.ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+	if _, err := r.client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench-flood-reader", Namespace: r.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{
-			{APIGroup: rbacv1.GroupName, Kind: "User", Name: floodUser},
-			{APIGroup: rbacv1.GroupName, Kind: "User", Name: "system:anonymous"},
-		},
+		Subjects:   subjects,
 	}
-	_, err := r.client.RbacV1().RoleBindings(r.ns).Create(ctx, binding, metav1.CreateOptions{})
+	_, err := r.client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{})
 	return err
 }
 
-// floodRead is one read of a namespace's Jobs at the variant's front door,
-// made once (client-go would retry a 429 itself): a page of them (the
-// executor's default page size, 100). The second function closes its
-// connection.
-func (r *runner) floodRead() (func(ctx context.Context, ns string) error, func(), error) {
+// frontDoor is one read of a namespace's Jobs at the variant's front door
+// by user, made once (client-go would retry a 429 itself): a page of them
+// (the executor's default page size, 100). The built-in's caller is user,
+// impersonated by the driver's credentials; the executor's is the bearer
+// of token, or system:anonymous without one. The second function closes
+// its connection.
+func (r *runner) frontDoor(user, token string) (func(ctx context.Context, ns string) error, func(), error) {
 	if r.o.variant == "builtin" {
 		cfg := rest.CopyConfig(r.cfg)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: floodUser}
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 		client, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			return nil, nil, err
@@ -179,6 +247,9 @@ func (r *runner) floodRead() (func(ctx context.Context, ns string) error, func()
 	}
 	executor := jobplanev1.NewExecutorServiceClient(conn)
 	return func(ctx context.Context, ns string) error {
+		if token != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+		}
 		_, err := executor.ListJobs(ctx, &jobplanev1.ListJobsRequest{Namespace: ns})
 		return err
 	}, func() { conn.Close() }, nil
@@ -215,6 +286,46 @@ func startFlood(n int, read func(context.Context) error) (stop func() (map[strin
 		wg.Wait()
 		return calls, time.Since(start).Seconds()
 	}
+}
+
+// startBystander calls read every bystanderEvery, or as soon as its last
+// call is answered when that took longer, until the returned stop, which
+// waits for the call in flight and summarises them.
+func startBystander(read func(context.Context) error) (stop func() *bystanderReads) {
+	done := make(chan *bystanderReads)
+	quit := make(chan struct{})
+	go func() {
+		var millis []float64
+		calls := map[string]int{}
+		tick := time.NewTicker(bystanderEvery)
+		defer tick.Stop()
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), floodCallTimeout)
+			start := time.Now()
+			err := read(ctx)
+			took := time.Since(start)
+			cancel()
+			calls[codeOf(err).String()]++
+			if err == nil {
+				millis = append(millis, float64(took.Microseconds())/1000)
+			}
+			select {
+			case <-quit:
+				done <- summarise(millis, calls)
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() *bystanderReads {
+		close(quit)
+		return <-done
+	}
+}
+
+// summarise is the quantiles of millis, and calls.
+func summarise(millis []float64, calls map[string]int) *bystanderReads {
+	return &bystanderReads{P50: quantile(millis, 0.5), P99: quantile(millis, 0.99), Max: quantile(millis, 1), Calls: calls}
 }
 
 // floodCallTimeout bounds one call of the flood.

@@ -54,8 +54,8 @@ func TestFloodAnswersAreCountedByCode(t *testing.T) {
 
 func TestTheFloodTableComparesEachPhaseWithTheQuietOne(t *testing.T) {
 	r := &result{Scenario: "flood", Variant: "jobplane", QPS: "20/30", Jobs: 200, BesidePods: 4, Flooders: 64, Flood: map[string]*floodPhase{
-		"quiet":   {Seconds: []float64{2, 2, 2}},
-		"allowed": {Seconds: []float64{3, 3, 3}, Calls: map[string]int{"OK": 4000}, CallSeconds: 40},
+		"quiet":   {Seconds: []float64{2, 2, 2}, Bystander: &bystanderReads{P50: 1, P99: 2, Max: 3, Calls: map[string]int{"OK": 300}}},
+		"allowed": {Seconds: []float64{3, 3, 3}, Calls: map[string]int{"OK": 4000}, CallSeconds: 40, Bystander: &bystanderReads{P50: 1.5, P99: 5, Max: 9, Calls: map[string]int{"OK": 290, "ResourceExhausted": 10}}},
 		"denied":  {Seconds: []float64{2, 2, 2}, Calls: map[string]int{"PermissionDenied": 8000}, CallSeconds: 40},
 	}}
 	var out bytes.Buffer
@@ -68,9 +68,39 @@ func TestTheFloodTableComparesEachPhaseWithTheQuietOne(t *testing.T) {
 	for _, want := range []string{
 		"| 20/30 | jobplane | allowed | 3.00, 3.00, 3.00 | 3.00 | 1.50 | 4000 OK | 100 |",
 		"| 20/30 | jobplane | denied | 2.00, 2.00, 2.00 | 2.00 | 1.00 | 8000 PermissionDenied | 200 |",
+		"| 20/30 | jobplane | quiet | 300 OK | 1.0 | 2.0 | 3.0 | 1.00 |",
+		"| 20/30 | jobplane | allowed | 290 OK, 10 ResourceExhausted | 1.5 | 5.0 | 9.0 | 2.50 |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// The bystander reads one call at a time, at its pace, and times only the
+// calls answered.
+func TestTheBystanderTimesItsAnsweredReads(t *testing.T) {
+	var made, inFlight atomic.Int32
+	stop := startBystander(func(context.Context) error {
+		if inFlight.Add(1) > 1 {
+			t.Error("two reads at once")
+		}
+		defer inFlight.Add(-1)
+		if made.Add(1)%2 == 0 {
+			return status.Error(codes.ResourceExhausted, "later")
+		}
+		time.Sleep(2 * time.Millisecond)
+		return nil
+	})
+	for made.Load() < 4 {
+		time.Sleep(time.Millisecond)
+	}
+	got := stop()
+	ok, exhausted := got.Calls["OK"], got.Calls["ResourceExhausted"]
+	if ok+exhausted != int(made.Load()) || ok < 2 || exhausted < 2 {
+		t.Errorf("calls %v, want the %d made, every other one ResourceExhausted", got.Calls, made.Load())
+	}
+	if got.P50 < 2 || got.P99 < got.P50 || got.Max < got.P99 {
+		t.Errorf("times %+v, want p50 ≥ 2 ms ≤ p99 ≤ max", got)
 	}
 }

@@ -199,6 +199,23 @@ func writeReport(w io.Writer, qpsOrder []string, find func(scenario, variant, qp
 			}
 		}, nil)
 		p("\n")
+		p("#### Another caller's reads during the flood\n\n")
+		p("Through every phase a bystander, allowed to read namespace B only, lists B's Jobs at the same front door every %s, one call at a time: on the API server as user %s, in the flooder's priority level as another flow; on the executor as ServiceAccount B/%s, in the flooder's level as another caller. Times of its answered calls.\n\n", bystanderEvery, bystanderUser, bystanderUser)
+		p("| QPS/burst | controller | flood | reads answered | p50 (ms) | p99 (ms) | max (ms) | p99 / quiet p99 |\n")
+		p("|---|---|---|---|---:|---:|---:|---:|\n")
+		rows("flood", func(qps, v string, r *result) {
+			quiet := r.Flood["quiet"].Bystander
+			for _, phase := range floodPhases {
+				ph := r.Flood[phase]
+				if ph == nil || ph.Bystander == nil || quiet == nil {
+					continue
+				}
+				calls, _ := callsByCode(ph.Bystander.Calls)
+				p("| %s | %s | %s | %s | %.1f | %.1f | %.1f | %s |\n", qps, variantName[v], phase, calls,
+					ph.Bystander.P50, ph.Bystander.P99, ph.Bystander.Max, ratio(ph.Bystander.P99, quiet.P99))
+			}
+		}, nil)
+		p("\n")
 	}
 
 	// Syncs and the planner's share.
