@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"sync"
@@ -10,31 +11,82 @@ import (
 )
 
 // fairSemaphore is a counting semaphore whose waiters queue per flow and are
-// served in turn across flows (round robin, one grant per turn), strictly in
-// order within a flow. A grant that does not fit blocks the ones after it
-// (no overtaking), so a large request is never starved by small ones; the
-// queue wait bound keeps that blocking short.
+// served fairly across flows, strictly in order within a flow: start-time
+// fair queuing, in the manner of the API server's Priority and Fairness.
+// Each flow with waiters has a virtual start, and the flow with the
+// earliest is served next (ties in the order the starts were given); a
+// grant of n units moves its flow's start on by n. A flow that arrives
+// starts at the virtual time of the last grant, or where its own last grant
+// ended when that is later: a caller arriving at another's backlog is
+// served at the next grant, not after another of the backlog's, and callers
+// that come and go cannot starve one that waits. A grant that does not fit
+// blocks the ones after it (no overtaking), so a large request is never
+// starved by small ones; the queue wait bound keeps that blocking short.
 type fairSemaphore struct {
 	capacity    int64
 	queueLength int
 	// waiting counts the waiters queued.
 	waiting prometheus.Gauge
 
-	mu    sync.Mutex
-	used  int64
+	mu   sync.Mutex
+	used int64
+	// flows are the flows with waiters, and those without whose last
+	// grant ends after now (forgotten once nothing waits).
 	flows map[string]*flowQueue
-	// ring is the order in which flows with waiters are served.
-	ring []*flowQueue
+	// ready are the flows with waiters, earliest start first.
+	ready flowHeap
+	// now is the virtual time: the start of the last grant.
+	now int64
+	// order numbers the starts given, to break ties.
+	order uint64
+	// sweepAt is the size of flows at which those without waiters are
+	// next swept.
+	sweepAt int
 }
 
 type flowQueue struct {
 	name    string
 	waiters []*waiter
+	// start is the virtual time of its head waiter's turn, order when it
+	// was given; finish is where its last grant ended.
+	start, finish int64
+	order         uint64
+	// index is its place in ready; -1 when it has no waiters.
+	index int
 }
 
 type waiter struct {
 	n       int64
 	granted chan struct{}
+}
+
+// flowHeap orders flows by start, then by when the start was given
+// (container/heap).
+type flowHeap []*flowQueue
+
+func (h flowHeap) Len() int { return len(h) }
+func (h flowHeap) Less(i, j int) bool {
+	if h[i].start != h[j].start {
+		return h[i].start < h[j].start
+	}
+	return h[i].order < h[j].order
+}
+func (h flowHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *flowHeap) Push(x any) {
+	f := x.(*flowQueue)
+	f.index = len(*h)
+	*h = append(*h, f)
+}
+func (h *flowHeap) Pop() any {
+	old := *h
+	f := old[len(old)-1]
+	old[len(old)-1] = nil
+	f.index = -1
+	*h = old[:len(old)-1]
+	return f
 }
 
 // Why a request was not granted.
@@ -45,7 +97,7 @@ var (
 )
 
 func newFairSemaphore(capacity int64, queueLength int, waiting prometheus.Gauge) *fairSemaphore {
-	return &fairSemaphore{capacity: capacity, queueLength: queueLength, waiting: waiting, flows: map[string]*flowQueue{}}
+	return &fairSemaphore{capacity: capacity, queueLength: queueLength, waiting: waiting, flows: map[string]*flowQueue{}, sweepAt: 64}
 }
 
 // acquire takes n units for flow, waiting in flow's queue at most maxWait.
@@ -55,14 +107,14 @@ func (s *fairSemaphore) acquire(ctx context.Context, flow string, n int64, maxWa
 		return 0, errTooLarge
 	}
 	s.mu.Lock()
-	if s.used+n <= s.capacity && len(s.ring) == 0 {
+	if s.used+n <= s.capacity && len(s.ready) == 0 {
 		s.used += n
 		s.mu.Unlock()
 		return 0, nil
 	}
 	f := s.flows[flow]
 	if f == nil {
-		f = &flowQueue{name: flow}
+		f = &flowQueue{name: flow, index: -1}
 		s.flows[flow] = f
 	}
 	if len(f.waiters) >= s.queueLength {
@@ -73,7 +125,8 @@ func (s *fairSemaphore) acquire(ctx context.Context, flow string, n int64, maxWa
 	f.waiters = append(f.waiters, w)
 	s.waiting.Inc()
 	if len(f.waiters) == 1 {
-		s.ring = append(s.ring, f)
+		s.setStart(f, max(s.now, f.finish))
+		heap.Push(&s.ready, f)
 	}
 	s.dispatch()
 	s.mu.Unlock()
@@ -107,8 +160,11 @@ func (s *fairSemaphore) withdraw(f *flowQueue, w *waiter) bool {
 		}
 		f.waiters = append(f.waiters[:i], f.waiters[i+1:]...)
 		s.waiting.Dec()
+		// The next waiter inherits the start: the one withdrawn had no
+		// grant.
 		if len(f.waiters) == 0 {
-			s.dropFromRing(f)
+			heap.Remove(&s.ready, f.index)
+			s.forget(f)
 		}
 		// The head may have been what blocked the others.
 		s.dispatch()
@@ -124,10 +180,11 @@ func (s *fairSemaphore) release(n int64) {
 	s.dispatch()
 }
 
-// dispatch grants waiters in turn while the next one fits. Callers hold mu.
+// dispatch grants waiters, earliest start first, while the next one fits.
+// Callers hold mu.
 func (s *fairSemaphore) dispatch() {
-	for len(s.ring) > 0 {
-		f := s.ring[0]
+	for len(s.ready) > 0 {
+		f := s.ready[0]
 		w := f.waiters[0]
 		if s.used+w.n > s.capacity {
 			return
@@ -135,24 +192,44 @@ func (s *fairSemaphore) dispatch() {
 		s.used += w.n
 		close(w.granted)
 		s.waiting.Dec()
+		s.now, f.finish = f.start, f.start+w.n
 		f.waiters = f.waiters[1:]
-		s.ring = s.ring[1:]
 		if len(f.waiters) > 0 {
-			s.ring = append(s.ring, f)
-		} else {
-			delete(s.flows, f.name)
+			s.setStart(f, f.finish)
+			heap.Fix(&s.ready, 0)
+			continue
 		}
+		heap.Pop(&s.ready)
+		s.forget(f)
 	}
 }
 
-func (s *fairSemaphore) dropFromRing(f *flowQueue) {
-	for i, x := range s.ring {
-		if x == f {
-			s.ring = append(s.ring[:i], s.ring[i+1:]...)
-			break
-		}
+// setStart gives f its next start. Callers hold mu.
+func (s *fairSemaphore) setStart(f *flowQueue, start int64) {
+	s.order++
+	f.start, f.order = start, s.order
+}
+
+// forget drops f, which has no waiters left, once its last grant no longer
+// ends after now; every flow without waiters when none has any. Callers
+// hold mu.
+func (s *fairSemaphore) forget(f *flowQueue) {
+	if len(s.ready) == 0 {
+		clear(s.flows)
+		return
 	}
-	delete(s.flows, f.name)
+	if f.finish <= s.now {
+		delete(s.flows, f.name)
+	}
+	// Those kept for their finish are swept each time the map has doubled.
+	if len(s.flows) > s.sweepAt {
+		for name, g := range s.flows {
+			if g.index < 0 && g.finish <= s.now {
+				delete(s.flows, name)
+			}
+		}
+		s.sweepAt = 2*len(s.flows) + 64
+	}
 }
 
 // inUse is the units granted and not released.
