@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // deterministicCodec is gRPC's proto codec with deterministic marshaling:
@@ -100,6 +101,10 @@ type encoder struct {
 	// sizes of the messages met, in the order both passes meet them.
 	sizes []int
 	next  int
+	// structs says, of each Struct met, in the same order, whether the
+	// codec writes it itself (structSize).
+	structs    []bool
+	nextStruct int
 }
 
 func (e *encoder) size(m protoreflect.Message) (int, error) {
@@ -108,6 +113,14 @@ func (e *encoder) size(m protoreflect.Message) (int, error) {
 
 // sizeOf is size with m's plan.
 func (e *encoder) sizeOf(p *marshalPlan, m protoreflect.Message) (int, error) {
+	if p.isStruct {
+		n, own := structSize(m.Interface().(*structpb.Struct))
+		e.structs = append(e.structs, own)
+		if own {
+			e.sizes = append(e.sizes, n)
+			return n, nil
+		}
+	}
 	if p.whole(m) {
 		var n int
 		if vt, ok := m.Interface().(vtMarshaler); ok {
@@ -127,6 +140,10 @@ func (e *encoder) sizeOf(p *marshalPlan, m protoreflect.Message) (int, error) {
 			continue
 		}
 		if fd.Kind() != protoreflect.MessageKind || fd.IsMap() {
+			if k, ok := scalarSize(fd, m.Get(fd)); ok {
+				n += k
+				continue
+			}
 			single = alone(single, m, fd)
 			n += deterministic.Size(single.Interface())
 			single.Clear(fd)
@@ -155,6 +172,18 @@ func (e *encoder) append(b []byte, m protoreflect.Message) ([]byte, error) {
 func (e *encoder) appendOf(b []byte, p *marshalPlan, m protoreflect.Message) ([]byte, error) {
 	n := e.sizes[e.next]
 	e.next++
+	if p.isStruct {
+		own := e.structs[e.nextStruct]
+		e.nextStruct++
+		if own {
+			start := len(b)
+			b = slices.Grow(b, n)[:start+n]
+			if k := writeStruct(b[start:], m.Interface().(*structpb.Struct)); k != n {
+				return nil, fmt.Errorf("wrote %d bytes of a Struct, sized %d", k, n)
+			}
+			return b, nil
+		}
+	}
 	if p.whole(m) {
 		vt, ok := m.Interface().(vtMarshaler)
 		if !ok {
@@ -178,6 +207,10 @@ func (e *encoder) appendOf(b []byte, p *marshalPlan, m protoreflect.Message) ([]
 		}
 		var err error
 		if fd.Kind() != protoreflect.MessageKind || fd.IsMap() {
+			if _, ok := scalarSize(fd, m.Get(fd)); ok {
+				b = appendScalar(b, fd, m.Get(fd))
+				continue
+			}
 			single = alone(single, m, fd)
 			b, err = deterministic.MarshalAppend(b, single.Interface())
 			single.Clear(fd)
@@ -237,6 +270,8 @@ type marshalPlan struct {
 	unstable []protoreflect.FieldDescriptor
 	// fields in field number order.
 	fields []protoreflect.FieldDescriptor
+	// isStruct: the type is google.protobuf.Struct (structenc.go).
+	isStruct bool
 }
 
 // whole says whether m, of the plan's type, is written whole by vtprotobuf
@@ -268,7 +303,7 @@ func marshalPlanOf(md protoreflect.MessageDescriptor) *marshalPlan {
 		fields[i] = md.Fields().Get(i)
 	}
 	slices.SortFunc(fields, func(a, b protoreflect.FieldDescriptor) int { return cmp.Compare(a.Number(), b.Number()) })
-	p := &marshalPlan{stable: stableTypes(md, map[protoreflect.FullName]bool{}), fields: fields}
+	p := &marshalPlan{stable: stableTypes(md, map[protoreflect.FullName]bool{}), fields: fields, isStruct: md.FullName() == structName}
 	if !p.stable {
 		p.unstable = unstableFields(md)
 	}
@@ -302,7 +337,7 @@ func stableTypes(md protoreflect.MessageDescriptor, seen map[protoreflect.FullNa
 		return true
 	}
 	seen[md.FullName()] = true
-	if md.FullName() == "google.protobuf.Struct" {
+	if md.FullName() == structName {
 		return false
 	}
 	switch {

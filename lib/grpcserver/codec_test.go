@@ -11,8 +11,14 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/kubeconv"
 )
 
 // codecMessage has maps (labels, annotations, a Struct), nested and
@@ -202,11 +208,43 @@ func onePodPlan() *jobplanev1.SyncPlan {
 	}}
 }
 
+// listOfJobs is the executor's answer to ListJobs of n Jobs as the API
+// server defaults them: a pod template spec is a Struct.
+func listOfJobs(b *testing.B, n int) *jobplanev1.ListJobsResponse {
+	uid := types.UID("0c6ad0a8-8b9a-4b43-a07a-5d4f27a0a2d1")
+	labels := map[string]string{"batch.kubernetes.io/controller-uid": string(uid), "batch.kubernetes.io/job-name": "x", "controller-uid": string(uid), "job-name": "x"}
+	resp := &jobplanev1.ListJobsResponse{}
+	for i := range n {
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("job-", i), Namespace: "tenant", UID: uid, ResourceVersion: "12345", Generation: 1, CreationTimestamp: metav1.Now(), Labels: labels},
+			Spec: batchv1.JobSpec{
+				Completions: ptr.To[int32](1), Parallelism: ptr.To[int32](1), BackoffLimit: ptr.To[int32](6), Suspend: ptr.To(true), ManagedBy: ptr.To("jobplane.dev/executor"),
+				CompletionMode: ptr.To(batchv1.NonIndexedCompletion), PodReplacementPolicy: ptr.To(batchv1.TerminatingOrFailed),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": string(uid)}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever, DNSPolicy: corev1.DNSClusterFirst, SchedulerName: "default-scheduler",
+					TerminationGracePeriodSeconds: ptr.To[int64](30), SecurityContext: &corev1.PodSecurityContext{},
+					Containers: []corev1.Container{{Name: "main", Image: "busybox", ImagePullPolicy: corev1.PullAlways,
+						TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile}},
+				}},
+			},
+		}
+		j, err := kubeconv.JobFromKube(job)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Jobs = append(resp.Jobs, j)
+	}
+	return resp
+}
+
 // BenchmarkCodecMarshal compares the codec's encoder with protobuf-go's
 // deterministic marshaling on each of its paths: vtprotobuf whole (a plan of
 // 1,000 pods to create), field by field (a request of 10,000 pods whose Job
-// holds a Struct, as a client other than the executor sends it), and
-// streamed responses (their type holds a google.rpc.Status, unset: whole).
+// holds a Struct, as a client other than the executor sends it), streamed
+// responses (their type holds a google.rpc.Status, unset: whole), and the
+// executor's answers (field by field: Structs and scalars written by the
+// codec itself).
 func BenchmarkCodecMarshal(b *testing.B) {
 	req := codecMessage(&testing.T{})
 	pod := req.Pods[0]
@@ -231,6 +269,7 @@ func BenchmarkCodecMarshal(b *testing.B) {
 		{"request", req},
 		{"stream-response", &jobplanev1.StreamPlanSyncResponse{Id: "1", Response: &jobplanev1.PlanSyncResponse{Plan: plan}}},
 		{"one-pod-stream-response", &jobplanev1.StreamPlanSyncResponse{Id: "1", Response: &jobplanev1.PlanSyncResponse{Plan: onePodPlan()}}},
+		{"list-of-100-jobs", listOfJobs(b, 100)},
 	} {
 		b.Run("message="+m.name+"/encoder=codec", func(b *testing.B) {
 			b.ReportAllocs()
