@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/jobplane/jobplane/lib/admission"
 	"github.com/jobplane/jobplane/lib/auth"
@@ -31,7 +33,11 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 				return nil, err
 			}
 			defer ticket.Release()
-			return handler(srv, ctx, chargingDecoder(ctx, ticket, dec), interceptor)
+			resp, err := handler(srv, ctx, chargingDecoder(ctx, ticket, dec), interceptor)
+			if err != nil {
+				return nil, err
+			}
+			return encodedAnswer(resp)
 		}
 	}
 	out.Streams = slices.Clone(desc.Streams)
@@ -52,6 +58,28 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 	}
 	return &out
 }
+
+// encodedAnswer is resp encoded now, while its call holds its seat, for
+// grpc-go to send as it is (the codec writes a WireMarshaler's parts): an
+// answer's encoding is the bulk of a read's work, and it is bounded by the
+// seats with the rest of the call. The interceptors have seen resp itself.
+func encodedAnswer(resp any) (any, error) {
+	encoded, err := Codec().Marshal(resp)
+	if err != nil {
+		// What grpc-go answers when it fails to encode an answer itself.
+		return nil, status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
+	}
+	parts := make(encodedParts, len(encoded))
+	for i, b := range encoded {
+		parts[i] = b.ReadOnlyData()
+	}
+	return parts, nil
+}
+
+// encodedParts is a message's encoding, in parts.
+type encodedParts [][]byte
+
+func (p encodedParts) MarshalWire() ([][]byte, error) { return p, nil }
 
 // flowOf is the caller's priority level and flow: its identity, which the
 // returned context carries on to the auth interceptor (identified once).

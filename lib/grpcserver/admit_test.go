@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 	authenticationv1 "k8s.io/api/authentication/v1"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -26,11 +27,43 @@ type gatedPlanner struct {
 	release chan struct{}
 }
 
-func (g gatedPlanner) ValidateJob(ctx context.Context, _ *jobplanev1.ValidateJobRequest) (*jobplanev1.ValidateJobResponse, error) {
+func (g gatedPlanner) ValidateJob(ctx context.Context, req *jobplanev1.ValidateJobRequest) (*jobplanev1.ValidateJobResponse, error) {
 	id, _ := auth.FromContext(ctx)
 	g.entered <- id.User
 	<-g.release
+	if req.GetJob().GetMetadata().GetName() == unencodable {
+		// An answer protobuf-go refuses to write: a Struct's key that is
+		// not UTF-8.
+		spec := &structpb.Struct{Fields: map[string]*structpb.Value{"\xc3\x28": structpb.NewBoolValue(true)}}
+		return &jobplanev1.ValidateJobResponse{Job: &jobplanev1.Job{Spec: &jobplanev1.JobSpec{Template: &jobplanev1.PodTemplateSpec{Spec: spec}}}}, nil
+	}
 	return &jobplanev1.ValidateJobResponse{}, nil
+}
+
+// unencodable is the name of a Job whose validation gatedPlanner answers
+// with what cannot be encoded.
+const unencodable = "unencodable"
+
+// An answer is encoded while its call holds its seat; one that cannot be
+// is answered INTERNAL, as grpc-go answers it, and its seat is given back.
+func TestAnAnswerThatCannotBeEncodedIsInternal(t *testing.T) {
+	srv, g := admissionServer(t, nil, "alice")
+	done := make(chan error, 1)
+	go func() {
+		done <- validate(srv, "alice", &jobplanev1.ValidateJobRequest{Job: &jobplanev1.Job{Metadata: &jobplanev1.ObjectMeta{Name: unencodable}}})
+	}()
+	<-g.entered
+	g.release <- struct{}{}
+	err := <-done
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "marshaling") {
+		t.Fatalf("got %v, want INTERNAL naming the encoding", err)
+	}
+	go func() { done <- validate(srv, "alice", nil) }()
+	<-g.entered
+	g.release <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatalf("the next call: %v (its seat was not given back?)", err)
+	}
 }
 
 // admissionServer serves gatedPlanner with one seat a priority level, the

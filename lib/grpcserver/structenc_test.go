@@ -153,7 +153,7 @@ func randomValue(r *rand.Rand, depth int) *structpb.Value {
 	case 0:
 		return structpb.NewNullValue()
 	case 1:
-		return structpb.NewNumberValue([]float64{0, -0.0 * 1, 1.5, -3, math.MaxFloat64, math.Inf(1), math.NaN(), r.NormFloat64()}[r.IntN(8)])
+		return structpb.NewNumberValue([]float64{0, math.Copysign(0, -1), 1.5, -3, math.MaxFloat64, math.Inf(1), math.NaN(), r.NormFloat64()}[r.IntN(8)])
 	case 2:
 		return structpb.NewStringValue(randomString(r))
 	case 3:
