@@ -17,10 +17,21 @@ import (
 // place (a change is a new object), and answers are only read (encoded),
 // so one converted Job serves every answer holding it. At most
 // maxCachedAnswers are kept (about as much memory again as the informer's
-// Jobs); the Jobs read beyond them are converted on each call.
+// Jobs), shared fairly between namespaces: once they are all taken, a
+// namespace holding fewer than its share (the bound over the namespaces
+// holding any) takes one from the namespace holding the most, so a tenant
+// reading more Jobs than the cache holds cannot push the others' out. The
+// Jobs read beyond are converted on each call.
 type answerCache struct {
 	mu   sync.Mutex
-	jobs map[weak.Pointer[batchv1.Job]]*jobplanev1.Job
+	jobs map[weak.Pointer[batchv1.Job]]cachedAnswer
+	// byNamespace are the keys of jobs, by their Jobs' namespace.
+	byNamespace map[string]map[weak.Pointer[batchv1.Job]]struct{}
+}
+
+type cachedAnswer struct {
+	job       *jobplanev1.Job
+	namespace string
 }
 
 // maxCachedAnswers bounds the Jobs an answerCache keeps.
@@ -33,10 +44,10 @@ func (a *answerCache) job(job *batchv1.Job, convert func(*batchv1.Job) (*jobplan
 	}
 	key := weak.Make(job)
 	a.mu.Lock()
-	out, ok := a.jobs[key]
+	kept, ok := a.jobs[key]
 	a.mu.Unlock()
 	if ok {
-		return out, nil
+		return kept.job, nil
 	}
 	out, err := convert(job)
 	if err != nil {
@@ -45,24 +56,68 @@ func (a *answerCache) job(job *batchv1.Job, convert func(*batchv1.Job) (*jobplan
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if kept, ok := a.jobs[key]; ok { // converted meanwhile by another call
-		return kept, nil
+		return kept.job, nil
 	}
-	if len(a.jobs) >= maxCachedAnswers {
+	if len(a.jobs) >= maxCachedAnswers && !a.makeRoomFor(job.Namespace) {
 		return out, nil
 	}
 	if a.jobs == nil {
-		a.jobs = map[weak.Pointer[batchv1.Job]]*jobplanev1.Job{}
+		a.jobs = map[weak.Pointer[batchv1.Job]]cachedAnswer{}
+		a.byNamespace = map[string]map[weak.Pointer[batchv1.Job]]struct{}{}
 	}
-	a.jobs[key] = out
+	a.jobs[key] = cachedAnswer{job: out, namespace: job.Namespace}
+	keys := a.byNamespace[job.Namespace]
+	if keys == nil {
+		keys = map[weak.Pointer[batchv1.Job]]struct{}{}
+		a.byNamespace[job.Namespace] = keys
+	}
+	keys[key] = struct{}{}
 	runtime.AddCleanup(job, a.forget, key)
 	return out, nil
+}
+
+// makeRoomFor drops an answer of the namespace holding the most, when ns
+// holds fewer than its share; it says whether it did. a.mu is held.
+func (a *answerCache) makeRoomFor(ns string) bool {
+	holding := len(a.byNamespace)
+	if _, ok := a.byNamespace[ns]; !ok {
+		holding++
+	}
+	if len(a.byNamespace[ns]) >= maxCachedAnswers/holding {
+		return false
+	}
+	most := ""
+	for other, keys := range a.byNamespace {
+		if len(keys) > len(a.byNamespace[most]) {
+			most = other
+		}
+	}
+	for key := range a.byNamespace[most] {
+		a.drop(key)
+		return true
+	}
+	return false
 }
 
 // forget drops the answer of an object the informer no longer holds.
 func (a *answerCache) forget(key weak.Pointer[batchv1.Job]) {
 	a.mu.Lock()
-	delete(a.jobs, key)
+	a.drop(key)
 	a.mu.Unlock()
+}
+
+// drop removes key's answer, if kept. a.mu is held.
+func (a *answerCache) drop(key weak.Pointer[batchv1.Job]) {
+	kept, ok := a.jobs[key]
+	if !ok {
+		return
+	}
+	delete(a.jobs, key)
+	keys := a.byNamespace[kept.namespace]
+	delete(keys, key)
+	if len(keys) == 0 {
+		delete(a.byNamespace, kept.namespace)
+	}
 }
 
 // size is how many answers are kept.

@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"fmt"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -89,6 +90,60 @@ func TestTheAnswerCacheIsBounded(t *testing.T) {
 		t.Errorf("%d answers kept, want %d", a.size(), maxCachedAnswers)
 	}
 	runtime.KeepAlive(jobs)
+}
+
+// A tenant reading more Jobs than the cache holds cannot keep another's out:
+// once the cache is full, a namespace holding less than its share takes
+// answers from the namespace holding the most, and the one holding the most
+// takes none back.
+func TestTheAnswerCacheIsSharedBetweenNamespaces(t *testing.T) {
+	var a answerCache
+	conversions := map[string]int{}
+	convert := func(j *batchv1.Job) (*jobplanev1.Job, error) {
+		conversions[j.Namespace]++
+		return &jobplanev1.Job{}, nil
+	}
+	jobsOf := func(ns string, n int) []*batchv1.Job {
+		jobs := make([]*batchv1.Job, n)
+		for i := range jobs {
+			jobs[i] = &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint(i)}}
+		}
+		return jobs
+	}
+	read := func(jobs []*batchv1.Job) {
+		for _, j := range jobs {
+			if _, err := a.job(j, convert); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flood, quiet := jobsOf("flood", maxCachedAnswers+500), jobsOf("quiet", 20)
+	read(flood)
+	read(quiet)
+	read(flood) // the flood again: above its share, it takes nothing back
+	clear(conversions)
+	read(quiet)
+	if conversions["quiet"] != 0 {
+		t.Errorf("the quiet namespace's Jobs converted %d times more after the flood read again", conversions["quiet"])
+	}
+	if a.size() != maxCachedAnswers || len(a.byNamespace["quiet"]) != 20 {
+		t.Errorf("%d answers kept, %d of them the quiet namespace's; want %d and 20", a.size(), len(a.byNamespace["quiet"]), maxCachedAnswers)
+	}
+	// Many namespaces: each holds at least its share of what it read.
+	var many [][]*batchv1.Job
+	for i := range 8 {
+		many = append(many, jobsOf(fmt.Sprint("ns-", i), maxCachedAnswers/4))
+		read(many[i])
+	}
+	share := maxCachedAnswers / len(a.byNamespace)
+	for ns, keys := range a.byNamespace {
+		if ns != "quiet" && len(keys) < share-1 {
+			t.Errorf("namespace %s holds %d answers, under its share %d", ns, len(keys), share)
+		}
+	}
+	runtime.KeepAlive(flood)
+	runtime.KeepAlive(quiet)
+	runtime.KeepAlive(many)
 }
 
 // Calls answering from the same objects at once get one answer each object.
