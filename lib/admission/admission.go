@@ -75,12 +75,16 @@ type Config struct {
 	// Expansion is what a request's decoded form and the work on it cost
 	// in memory per byte received.
 	Expansion int64
+	// UnreadAnswerBytes bounds the answers held for callers that have not
+	// read them, UnreadAnswerBytesPerCaller one caller's (HoldAnswer).
+	UnreadAnswerBytes, UnreadAnswerBytesPerCaller int64
 }
 
 // Controller admits calls.
 type Controller struct {
 	cfg     Config
 	levels  map[string]*level
+	answers *answers
 	metrics *metrics
 }
 
@@ -99,7 +103,7 @@ type level struct {
 
 // New builds a controller; reg, when not nil, gets its metrics.
 func New(cfg Config, reg prometheus.Registerer) *Controller {
-	c := &Controller{cfg: cfg, levels: map[string]*level{}, metrics: newMetrics(reg)}
+	c := &Controller{cfg: cfg, levels: map[string]*level{}, answers: newAnswers(cfg.UnreadAnswerBytes, cfg.UnreadAnswerBytesPerCaller), metrics: newMetrics(reg)}
 	for name, lc := range cfg.Levels {
 		c.levels[name] = &level{
 			name:    name,

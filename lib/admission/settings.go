@@ -47,6 +47,12 @@ type Settings struct {
 	// Streams bounds the long-lived streams of all callers in a level
 	// (flag -max-streams).
 	Streams int
+	// UnreadAnswerBytes bounds the answers held for callers that have not
+	// read them yet, all callers together (flag -max-unread-answer-bytes; 0
+	// is a quarter of the requests' budget), UnreadAnswerBytesPerCaller one
+	// caller's (flag -max-unread-answer-bytes-per-caller; 0 is an eighth of
+	// UnreadAnswerBytes).
+	UnreadAnswerBytes, UnreadAnswerBytesPerCaller int64
 	// SystemUsers are the identities of the services' own calls, served at
 	// the system level (flag -system-users, comma-separated user names such
 	// as system:serviceaccount:jobplane:executor).
@@ -73,6 +79,8 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&s.MaxQueueWait, "max-queue-wait", s.MaxQueueWait, "longest a call waits for its turn before RESOURCE_EXHAUSTED with RetryInfo")
 	fs.IntVar(&s.StreamsPerCaller, "max-streams-per-caller", s.StreamsPerCaller, "long-lived streams one caller may keep open in a priority level")
 	fs.IntVar(&s.Streams, "max-streams", s.Streams, "long-lived streams all callers together may keep open in a priority level")
+	fs.Int64Var(&s.UnreadAnswerBytes, "max-unread-answer-bytes", s.UnreadAnswerBytes, "memory the answers not yet read by their callers may take, all callers together; more are refused with RESOURCE_EXHAUSTED; 0: a quarter of max-inflight-bytes")
+	fs.Int64Var(&s.UnreadAnswerBytesPerCaller, "max-unread-answer-bytes-per-caller", s.UnreadAnswerBytesPerCaller, "memory the answers one caller has not read yet may take; 0: an eighth of max-unread-answer-bytes")
 	fs.Func("system-users", "comma-separated identities served at the system priority level, apart from every other caller (the executor's for the planner, cron's for the executor)", func(v string) error {
 		s.SystemUsers = nil
 		for _, u := range strings.Split(v, ",") {
@@ -111,6 +119,12 @@ func (s Settings) Validate() error {
 	if s.Bytes < 0 {
 		errs = append(errs, fmt.Errorf("max-inflight-bytes must not be negative, got %d", s.Bytes))
 	}
+	if s.UnreadAnswerBytes < 0 {
+		errs = append(errs, fmt.Errorf("max-unread-answer-bytes must not be negative, got %d", s.UnreadAnswerBytes))
+	}
+	if s.UnreadAnswerBytesPerCaller < 0 {
+		errs = append(errs, fmt.Errorf("max-unread-answer-bytes-per-caller must not be negative, got %d", s.UnreadAnswerBytesPerCaller))
+	}
 	if s.MaxQueueWait <= 0 {
 		errs = append(errs, fmt.Errorf("max-queue-wait must be positive, got %s", s.MaxQueueWait))
 	}
@@ -129,11 +143,21 @@ func (s Settings) Config() Config {
 	if s.WorkloadReadSeats > 0 {
 		workload.SeatsOfClass = map[string]int{ClassRead: min(s.WorkloadReadSeats, workload.Seats)}
 	}
+	unread := s.UnreadAnswerBytes
+	if unread == 0 {
+		unread = s.TotalBytes() / 4
+	}
+	unreadPerCaller := s.UnreadAnswerBytesPerCaller
+	if unreadPerCaller == 0 {
+		unreadPerCaller = unread / 8
+	}
 	return Config{
-		Levels:       map[string]LevelConfig{System: level, Workload: workload},
-		QueueLength:  s.QueueLength,
-		MaxQueueWait: s.MaxQueueWait,
-		Expansion:    s.Expansion,
+		Levels:                     map[string]LevelConfig{System: level, Workload: workload},
+		QueueLength:                s.QueueLength,
+		MaxQueueWait:               s.MaxQueueWait,
+		Expansion:                  s.Expansion,
+		UnreadAnswerBytes:          unread,
+		UnreadAnswerBytesPerCaller: min(unreadPerCaller, unread),
 	}
 }
 

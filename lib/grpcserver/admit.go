@@ -2,11 +2,14 @@ package grpcserver
 
 import (
 	"context"
+	"net"
 	"slices"
 	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/jobplane/jobplane/lib/admission"
@@ -37,7 +40,7 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 			if err != nil {
 				return nil, err
 			}
-			return encodedAnswer(resp)
+			return s.encodedAnswer(ctx, level, flow, resp)
 		}
 	}
 	out.Streams = slices.Clone(desc.Streams)
@@ -60,26 +63,76 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 }
 
 // encodedAnswer is resp encoded now, while its call holds its seat, for
-// grpc-go to send as it is (the codec writes a WireMarshaler's parts): an
-// answer's encoding is the bulk of a read's work, and it is bounded by the
-// seats with the rest of the call. The interceptors have seen resp itself.
-func encodedAnswer(resp any) (any, error) {
+// grpc-go to send as it is: an answer's encoding is the bulk of a read's
+// work, and it is bounded by the seats with the rest of the call. The
+// interceptors have seen resp itself. The encoding is then held against
+// the caller's bound of unread answers until the transport has written it
+// (it gives the buffer back), dropped it (a reset call), or lost it (a
+// closed connection: connClosed).
+func (s *Server) encodedAnswer(ctx context.Context, level, flow string, resp any) (any, error) {
 	encoded, err := Codec().Marshal(resp)
 	if err != nil {
 		// What grpc-go answers when it fails to encode an answer itself.
 		return nil, status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
 	}
-	parts := make(encodedParts, len(encoded))
-	for i, b := range encoded {
-		parts[i] = b.ReadOnlyData()
+	// One buffer of more than mem's pooling threshold, so that the
+	// transport gives it back (to heldEncoding's Put) once done with it.
+	data := encoded.Materialize()
+	if mem.IsBelowBufferPoolingThreshold(cap(data)) {
+		data = append(make([]byte, 0, 2<<10), data...)
 	}
-	return parts, nil
+	held, err := s.admission.HoldAnswer(level, flow, connOf(ctx), int64(cap(data)))
+	if err != nil {
+		return nil, err
+	}
+	return heldEncoding{mem.NewBuffer(&data, heldPool{held})}, nil
 }
 
-// encodedParts is a message's encoding, in parts.
-type encodedParts [][]byte
+// heldEncoding is an answer's encoding, held until the transport frees it.
+type heldEncoding struct{ buf mem.Buffer }
 
-func (p encodedParts) MarshalWire() ([][]byte, error) { return p, nil }
+// heldPool is the pool an answer's buffer goes back to once freed: its
+// hold is released.
+type heldPool struct{ held *admission.HeldAnswer }
+
+func (p heldPool) Get(n int) *[]byte { return mem.DefaultBufferPool().Get(n) }
+func (p heldPool) Put(*[]byte)       { p.held.Release() }
+
+// connOf names the call's connection as connClosed does.
+func connOf(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}
+
+// closeNotifyingListener tells the admission when each of its connections
+// closes, by the name connOf gives it: what the transport held unwritten
+// on it is gone.
+type closeNotifyingListener struct {
+	net.Listener
+	closed func(conn string)
+}
+
+func (l closeNotifyingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &closeNotifyingConn{Conn: c, closed: l.closed}, nil
+}
+
+type closeNotifyingConn struct {
+	net.Conn
+	closed func(conn string)
+	once   sync.Once
+}
+
+func (c *closeNotifyingConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.closed(c.RemoteAddr().String()) })
+	return err
+}
 
 // flowOf is the caller's priority level and flow: its identity, which the
 // returned context carries on to the auth interceptor (identified once).

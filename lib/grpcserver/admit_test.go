@@ -71,12 +71,7 @@ func TestAnAnswerThatCannotBeEncodedIsInternal(t *testing.T) {
 // system level.
 func admissionServer(t *testing.T, edit func(*grpcserver.Config), users ...string) (*grpctest.Server, gatedPlanner) {
 	t.Helper()
-	cluster := newFakeCluster()
-	for _, u := range users {
-		cluster.tokens[u+"-token"] = authenticationv1.UserInfo{Username: u}
-	}
-	cfg := grpcserver.Defaults("127.0.0.1:0", "")
-	cfg.ShutdownDrain = 0
+	cluster, cfg := usersCluster(users...)
 	cfg.Admission.Seats = 1
 	cfg.Admission.SystemUsers = []string{"executor"}
 	if edit != nil {
@@ -95,6 +90,18 @@ func admissionServer(t *testing.T, edit func(*grpcserver.Config), users ...strin
 		}
 	})
 	return srv, g
+}
+
+// usersCluster is a fake cluster that knows users by their tokens
+// ("<user>-token"), and the configuration of a server of it.
+func usersCluster(users ...string) (*fakeCluster, grpcserver.Config) {
+	cluster := newFakeCluster()
+	for _, u := range users {
+		cluster.tokens[u+"-token"] = authenticationv1.UserInfo{Username: u}
+	}
+	cfg := grpcserver.Defaults("127.0.0.1:0", "")
+	cfg.ShutdownDrain = 0
+	return cluster, cfg
 }
 
 func validate(srv *grpctest.Server, user string, req *jobplanev1.ValidateJobRequest) error {

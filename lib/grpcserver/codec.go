@@ -54,6 +54,9 @@ func Codec() encoding.CodecV2 { return deterministicCodec{} }
 func CallCodec() grpc.CallOption { return grpc.ForceCodecV2(deterministicCodec{}) }
 
 func (deterministicCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if h, ok := v.(heldEncoding); ok {
+		return mem.BufferSlice{h.buf}, nil
+	}
 	if w, ok := v.(WireMarshaler); ok {
 		parts, err := w.MarshalWire()
 		if err != nil {

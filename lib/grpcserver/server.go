@@ -429,7 +429,7 @@ func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error 
 	go func() { workDone <- workers.Wait() }()
 
 	errc := make(chan error, 2)
-	go func() { errc <- s.grpc.Serve(lis) }()
+	go func() { errc <- s.grpc.Serve(closeNotifyingListener{Listener: lis, closed: s.admission.ConnClosed}) }()
 	var httpSrv *http.Server
 	if metricsLis != nil {
 		httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,

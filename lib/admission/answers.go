@@ -1,0 +1,109 @@
+package admission
+
+import (
+	"fmt"
+	"sync"
+)
+
+// answers bounds the memory of answers encoded and not yet read by their
+// callers. A server hands a unary answer to its transport whole; the
+// transport writes it as the client's flow-control window allows, so a
+// client that never reads would have the server hold every answer it asked
+// for. Each answer is held against its caller's bound and the bound of all
+// callers until it is written, its call is reset, or its connection closes;
+// an answer beyond either bound is refused (RESOURCE_EXHAUSTED), the caller
+// having that much unread already.
+type answers struct {
+	max, maxPerCaller int64
+
+	mu       sync.Mutex
+	held     int64
+	byCaller map[string]int64
+	// byConn are the answers held on each connection, given back when it
+	// closes (its transport drops what it did not write).
+	byConn map[string]map[*HeldAnswer]struct{}
+}
+
+// HeldAnswer is one answer's hold.
+type HeldAnswer struct {
+	a            *answers
+	caller, conn string
+	n            int64
+	release      sync.Once
+}
+
+func newAnswers(max, maxPerCaller int64) *answers {
+	return &answers{max: max, maxPerCaller: maxPerCaller, byCaller: map[string]int64{}, byConn: map[string]map[*HeldAnswer]struct{}{}}
+}
+
+// HoldAnswer holds n bytes of an answer to caller flow, on priority level
+// levelName, on connection conn, until the HeldAnswer is released; or
+// refuses them, with RetryInfo.
+func (c *Controller) HoldAnswer(levelName, flow, conn string, n int64) (*HeldAnswer, error) {
+	a := c.answers
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var refusal string
+	switch mine := a.byCaller[flow]; {
+	case mine+n > a.maxPerCaller:
+		refusal = fmt.Sprintf("the caller has %d bytes of answers it has not read, and this one is %d (at most %d a caller)", mine, n, a.maxPerCaller)
+	case a.held+n > a.max:
+		refusal = fmt.Sprintf("%d bytes of answers are held for callers that have not read them, and this one is %d (at most %d)", a.held, n, a.max)
+	}
+	if refusal != "" {
+		l := c.level(levelName)
+		c.metrics.rejected.WithLabelValues(l.name, "UNREAD_ANSWERS").Inc()
+		return nil, exhausted(refusal+"; read the answers", "UNREAD_ANSWERS", l.name, c.cfg.MaxQueueWait)
+	}
+	h := &HeldAnswer{a: a, caller: flow, conn: conn, n: n}
+	a.held += n
+	a.byCaller[flow] += n
+	onConn := a.byConn[conn]
+	if onConn == nil {
+		onConn = map[*HeldAnswer]struct{}{}
+		a.byConn[conn] = onConn
+	}
+	onConn[h] = struct{}{}
+	return h, nil
+}
+
+// Release gives the answer's bytes back: it was written or dropped. Once
+// only; later calls do nothing.
+func (h *HeldAnswer) Release() {
+	h.release.Do(func() {
+		a := h.a
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.held -= h.n
+		if a.byCaller[h.caller] -= h.n; a.byCaller[h.caller] == 0 {
+			delete(a.byCaller, h.caller)
+		}
+		onConn := a.byConn[h.conn]
+		delete(onConn, h)
+		if len(onConn) == 0 {
+			delete(a.byConn, h.conn)
+		}
+	})
+}
+
+// ConnClosed gives back every answer held on conn.
+func (c *Controller) ConnClosed(conn string) {
+	a := c.answers
+	a.mu.Lock()
+	held := make([]*HeldAnswer, 0, len(a.byConn[conn]))
+	for h := range a.byConn[conn] {
+		held = append(held, h)
+	}
+	a.mu.Unlock()
+	for _, h := range held {
+		h.Release()
+	}
+}
+
+// AnswersHeld is the bytes of answers held, of all callers and of flow.
+func (c *Controller) AnswersHeld(flow string) (all, flows int64) {
+	a := c.answers
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held, a.byCaller[flow]
+}

@@ -1,0 +1,48 @@
+package admission
+
+import (
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Unread answers are held against their caller's bound and the bound of
+// all callers, given back once each (written, or their connection closed),
+// and a connection's closing gives back its own only.
+func TestUnreadAnswersAreBoundedAndGivenBack(t *testing.T) {
+	c := New(Config{Levels: map[string]LevelConfig{Workload: {Seats: 1}}, UnreadAnswerBytes: 100, UnreadAnswerBytesPerCaller: 60}, nil)
+	hold := func(caller, conn string, n int64) *HeldAnswer {
+		t.Helper()
+		h, err := c.HoldAnswer(Workload, caller, conn, n)
+		if err != nil {
+			t.Fatalf("holding %d for %s: %v", n, caller, err)
+		}
+		return h
+	}
+	refused := func(caller, conn string, n int64) {
+		t.Helper()
+		if _, err := c.HoldAnswer(Workload, caller, conn, n); status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("holding %d for %s: %v, want RESOURCE_EXHAUSTED", n, caller, err)
+		}
+	}
+	a1 := hold("a", "conn-a", 40)
+	hold("a", "conn-a2", 20)
+	refused("a", "conn-a", 1) // a's 60
+	b := hold("b", "conn-b", 40)
+	refused("b", "conn-b", 1) // all 100
+	a1.Release()
+	a1.Release() // once only
+	if all, mine := c.AnswersHeld("a"); all != 60 || mine != 20 {
+		t.Fatalf("held %d in all, %d of a's; want 60 and 20", all, mine)
+	}
+	c.ConnClosed("conn-b")
+	b.Release() // after its connection closed: nothing more
+	if all, mine := c.AnswersHeld("b"); all != 20 || mine != 0 {
+		t.Fatalf("held %d in all, %d of b's after its connection closed; want 20 and 0", all, mine)
+	}
+	c.ConnClosed("conn-a2")
+	if all, _ := c.AnswersHeld("a"); all != 0 {
+		t.Fatalf("held %d after every connection closed", all)
+	}
+}
