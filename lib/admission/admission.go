@@ -63,6 +63,10 @@ type LevelConfig struct {
 	// Streams those of all callers.
 	StreamsPerFlow int
 	Streams        int
+	// UnreadAnswerBytes bounds the answers held for the level's callers
+	// that have not read them, UnreadAnswerBytesPerCaller one caller's
+	// (HoldAnswer).
+	UnreadAnswerBytes, UnreadAnswerBytesPerCaller int64
 }
 
 // Config is the admission of one server.
@@ -75,16 +79,12 @@ type Config struct {
 	// Expansion is what a request's decoded form and the work on it cost
 	// in memory per byte received.
 	Expansion int64
-	// UnreadAnswerBytes bounds the answers held for callers that have not
-	// read them, UnreadAnswerBytesPerCaller one caller's (HoldAnswer).
-	UnreadAnswerBytes, UnreadAnswerBytesPerCaller int64
 }
 
 // Controller admits calls.
 type Controller struct {
 	cfg     Config
 	levels  map[string]*level
-	answers *answers
 	metrics *metrics
 }
 
@@ -99,11 +99,13 @@ type level struct {
 	streams map[string]int
 	// openStreams is the sum of streams.
 	openStreams int
+	// answers are the level's answers held unread.
+	answers *answers
 }
 
 // New builds a controller; reg, when not nil, gets its metrics.
 func New(cfg Config, reg prometheus.Registerer) *Controller {
-	c := &Controller{cfg: cfg, levels: map[string]*level{}, answers: newAnswers(cfg.UnreadAnswerBytes, cfg.UnreadAnswerBytesPerCaller), metrics: newMetrics(reg)}
+	c := &Controller{cfg: cfg, levels: map[string]*level{}, metrics: newMetrics(reg)}
 	for name, lc := range cfg.Levels {
 		c.levels[name] = &level{
 			name:    name,
@@ -112,6 +114,7 @@ func New(cfg Config, reg prometheus.Registerer) *Controller {
 			bytes:   newFairSemaphore(lc.Bytes, cfg.QueueLength, c.metrics.waiting.WithLabelValues(name, "bytes")),
 			streams: map[string]int{},
 			classes: map[string]*fairSemaphore{},
+			answers: newAnswers(lc.UnreadAnswerBytes, lc.UnreadAnswerBytesPerCaller),
 		}
 		c.metrics.capacity.WithLabelValues(name, "seats").Set(float64(lc.Seats))
 		c.metrics.capacity.WithLabelValues(name, "bytes").Set(float64(lc.Bytes))

@@ -5,8 +5,9 @@ import (
 	"sync"
 )
 
-// answers bounds the memory of answers encoded and not yet read by their
-// callers. A server hands a unary answer to its transport whole; the
+// answers bounds the memory of a priority level's answers encoded and not
+// yet read by their callers, so that the services' own calls keep a budget
+// outside callers cannot take. A server hands a unary answer to its transport whole; the
 // transport writes it as the client's flow-control window allows, so a
 // client that never reads would have the server hold every answer it asked
 // for. Each answer is held against its caller's bound and the bound of all
@@ -40,7 +41,8 @@ func newAnswers(max, maxPerCaller int64) *answers {
 // levelName, on connection conn, until the HeldAnswer is released; or
 // refuses them, with RetryInfo.
 func (c *Controller) HoldAnswer(levelName, flow, conn string, n int64) (*HeldAnswer, error) {
-	a := c.answers
+	l := c.level(levelName)
+	a := l.answers
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var refusal string
@@ -51,7 +53,6 @@ func (c *Controller) HoldAnswer(levelName, flow, conn string, n int64) (*HeldAns
 		refusal = fmt.Sprintf("%d bytes of answers are held for callers that have not read them, and this one is %d (at most %d)", a.held, n, a.max)
 	}
 	if refusal != "" {
-		l := c.level(levelName)
 		c.metrics.rejected.WithLabelValues(l.name, "UNREAD_ANSWERS").Inc()
 		return nil, exhausted(refusal+"; read the answers", "UNREAD_ANSWERS", l.name, c.cfg.MaxQueueWait)
 	}
@@ -88,7 +89,12 @@ func (h *HeldAnswer) Release() {
 
 // ConnClosed gives back every answer held on conn.
 func (c *Controller) ConnClosed(conn string) {
-	a := c.answers
+	for _, l := range c.levels {
+		l.answers.connClosed(conn)
+	}
+}
+
+func (a *answers) connClosed(conn string) {
 	a.mu.Lock()
 	held := make([]*HeldAnswer, 0, len(a.byConn[conn]))
 	for h := range a.byConn[conn] {
@@ -100,10 +106,15 @@ func (c *Controller) ConnClosed(conn string) {
 	}
 }
 
-// AnswersHeld is the bytes of answers held, of all callers and of flow.
+// AnswersHeld is the bytes of answers held, of all callers of every level
+// and of flow.
 func (c *Controller) AnswersHeld(flow string) (all, flows int64) {
-	a := c.answers
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.held, a.byCaller[flow]
+	for _, l := range c.levels {
+		a := l.answers
+		a.mu.Lock()
+		all += a.held
+		flows += a.byCaller[flow]
+		a.mu.Unlock()
+	}
+	return all, flows
 }

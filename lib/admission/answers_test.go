@@ -11,7 +11,10 @@ import (
 // all callers, given back once each (written, or their connection closed),
 // and a connection's closing gives back its own only.
 func TestUnreadAnswersAreBoundedAndGivenBack(t *testing.T) {
-	c := New(Config{Levels: map[string]LevelConfig{Workload: {Seats: 1}}, UnreadAnswerBytes: 100, UnreadAnswerBytesPerCaller: 60}, nil)
+	c := New(Config{Levels: map[string]LevelConfig{
+		Workload: {Seats: 1, UnreadAnswerBytes: 100, UnreadAnswerBytesPerCaller: 60},
+		System:   {Seats: 1, UnreadAnswerBytes: 100, UnreadAnswerBytesPerCaller: 60},
+	}}, nil)
 	hold := func(caller, conn string, n int64) *HeldAnswer {
 		t.Helper()
 		h, err := c.HoldAnswer(Workload, caller, conn, n)
@@ -31,6 +34,11 @@ func TestUnreadAnswersAreBoundedAndGivenBack(t *testing.T) {
 	refused("a", "conn-a", 1) // a's 60
 	b := hold("b", "conn-b", 40)
 	refused("b", "conn-b", 1) // all 100
+	// The system level's budget is its own.
+	if _, err := c.HoldAnswer(System, "executor", "conn-e", 50); err != nil {
+		t.Fatalf("the system level, its workload's budget taken: %v", err)
+	}
+	c.ConnClosed("conn-e")
 	a1.Release()
 	a1.Release() // once only
 	if all, mine := c.AnswersHeld("a"); all != 60 || mine != 20 {

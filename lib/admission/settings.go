@@ -48,9 +48,10 @@ type Settings struct {
 	// (flag -max-streams).
 	Streams int
 	// UnreadAnswerBytes bounds the answers held for callers that have not
-	// read them yet, all callers together (flag -max-unread-answer-bytes; 0
-	// is a quarter of the requests' budget), UnreadAnswerBytesPerCaller one
-	// caller's (flag -max-unread-answer-bytes-per-caller; 0 is an eighth of
+	// read them yet, split evenly between the two levels (flag
+	// -max-unread-answer-bytes; 0 is a quarter of the requests' budget),
+	// UnreadAnswerBytesPerCaller one caller's (flag
+	// -max-unread-answer-bytes-per-caller; 0 is an eighth of
 	// UnreadAnswerBytes).
 	UnreadAnswerBytes, UnreadAnswerBytesPerCaller int64
 	// SystemUsers are the identities of the services' own calls, served at
@@ -79,7 +80,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&s.MaxQueueWait, "max-queue-wait", s.MaxQueueWait, "longest a call waits for its turn before RESOURCE_EXHAUSTED with RetryInfo")
 	fs.IntVar(&s.StreamsPerCaller, "max-streams-per-caller", s.StreamsPerCaller, "long-lived streams one caller may keep open in a priority level")
 	fs.IntVar(&s.Streams, "max-streams", s.Streams, "long-lived streams all callers together may keep open in a priority level")
-	fs.Int64Var(&s.UnreadAnswerBytes, "max-unread-answer-bytes", s.UnreadAnswerBytes, "memory the answers not yet read by their callers may take, all callers together; more are refused with RESOURCE_EXHAUSTED; 0: a quarter of max-inflight-bytes")
+	fs.Int64Var(&s.UnreadAnswerBytes, "max-unread-answer-bytes", s.UnreadAnswerBytes, "memory the answers not yet read by their callers may take, half for each priority level; more are refused with RESOURCE_EXHAUSTED; 0: a quarter of max-inflight-bytes")
 	fs.Int64Var(&s.UnreadAnswerBytesPerCaller, "max-unread-answer-bytes-per-caller", s.UnreadAnswerBytesPerCaller, "memory the answers one caller has not read yet may take; 0: an eighth of max-unread-answer-bytes")
 	fs.Func("system-users", "comma-separated identities served at the system priority level, apart from every other caller (the executor's for the planner, cron's for the executor)", func(v string) error {
 		s.SystemUsers = nil
@@ -134,15 +135,6 @@ func (s Settings) Validate() error {
 // Config is the controller's configuration from the settings.
 func (s Settings) Config() Config {
 	perLevel := s.TotalBytes() / 2
-	level := LevelConfig{Seats: s.Seats, Bytes: perLevel, StreamsPerFlow: s.StreamsPerCaller, Streams: s.Streams}
-	workload := level
-	if s.WorkloadSeats > 0 {
-		workload.Seats = s.WorkloadSeats
-	}
-	level.ClassSeats, workload.ClassSeats = s.classSeats(level.Seats), s.classSeats(workload.Seats)
-	if s.WorkloadReadSeats > 0 {
-		workload.SeatsOfClass = map[string]int{ClassRead: min(s.WorkloadReadSeats, workload.Seats)}
-	}
 	unread := s.UnreadAnswerBytes
 	if unread == 0 {
 		unread = s.TotalBytes() / 4
@@ -151,13 +143,21 @@ func (s Settings) Config() Config {
 	if unreadPerCaller == 0 {
 		unreadPerCaller = unread / 8
 	}
+	level := LevelConfig{Seats: s.Seats, Bytes: perLevel, StreamsPerFlow: s.StreamsPerCaller, Streams: s.Streams,
+		UnreadAnswerBytes: unread / 2, UnreadAnswerBytesPerCaller: min(unreadPerCaller, unread/2)}
+	workload := level
+	if s.WorkloadSeats > 0 {
+		workload.Seats = s.WorkloadSeats
+	}
+	level.ClassSeats, workload.ClassSeats = s.classSeats(level.Seats), s.classSeats(workload.Seats)
+	if s.WorkloadReadSeats > 0 {
+		workload.SeatsOfClass = map[string]int{ClassRead: min(s.WorkloadReadSeats, workload.Seats)}
+	}
 	return Config{
-		Levels:                     map[string]LevelConfig{System: level, Workload: workload},
-		QueueLength:                s.QueueLength,
-		MaxQueueWait:               s.MaxQueueWait,
-		Expansion:                  s.Expansion,
-		UnreadAnswerBytes:          unread,
-		UnreadAnswerBytesPerCaller: min(unreadPerCaller, unread),
+		Levels:       map[string]LevelConfig{System: level, Workload: workload},
+		QueueLength:  s.QueueLength,
+		MaxQueueWait: s.MaxQueueWait,
+		Expansion:    s.Expansion,
 	}
 }
 

@@ -30,7 +30,8 @@ func (bigAnswers) ValidateJob(context.Context, *jobplanev1.ValidateJobRequest) (
 }
 
 // unreadServer serves bigAnswers over TCP to users known by their tokens,
-// with room for 8 MiB of unread answers, 2 MiB a caller.
+// with room for 8 MiB of unread answers (4 MiB a priority level), 2 MiB a
+// caller.
 func unreadServer(t *testing.T, users ...string) *grpctest.Server {
 	t.Helper()
 	cluster, cfg := usersCluster(users...)
@@ -44,7 +45,7 @@ func unreadServer(t *testing.T, users ...string) *grpctest.Server {
 // them than the bound pass, and none is held after.
 func TestAnswersReadAreGivenBack(t *testing.T) {
 	srv := unreadServer(t, "alice")
-	for i := range 64 { // 16 MiB: twice the bound of all callers
+	for i := range 64 { // 16 MiB: four times the level's bound
 		if err := validate(srv, "alice", nil); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
