@@ -3,6 +3,10 @@ package admission
 import (
 	"fmt"
 	"sync"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/jobplane/jobplane/lib/apierr"
 )
 
 // answers bounds the memory of a priority level's answers encoded and not
@@ -45,9 +49,16 @@ func (c *Controller) HoldAnswer(levelName, flow, conn string, n int64) (*HeldAns
 	a := l.answers
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if n > a.max {
+		c.metrics.rejected.WithLabelValues(l.name, "ANSWER_TOO_LARGE").Inc()
+		return nil, apierr.New(codes.ResourceExhausted, "ANSWER_TOO_LARGE", map[string]string{"priorityLevel": l.name, "budget": "unread answers", "limit": fmt.Sprint(a.max)},
+			"the answer is %d bytes, more than the whole budget of unread answers of priority level %q (%d): it can never be sent; ask for less (a smaller page)", n, l.name, a.max)
+	}
 	var refusal string
+	// A caller holding nothing may have one answer of any size the
+	// level's budget holds.
 	switch mine := a.byCaller[flow]; {
-	case mine+n > a.maxPerCaller:
+	case mine > 0 && mine+n > a.maxPerCaller:
 		refusal = fmt.Sprintf("the caller has %d bytes of answers it has not read, and this one is %d (at most %d a caller)", mine, n, a.maxPerCaller)
 	case a.held+n > a.max:
 		refusal = fmt.Sprintf("%d bytes of answers are held for callers that have not read them, and this one is %d (at most %d)", a.held, n, a.max)

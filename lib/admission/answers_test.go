@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -52,5 +53,14 @@ func TestUnreadAnswersAreBoundedAndGivenBack(t *testing.T) {
 	c.ConnClosed("conn-a2")
 	if all, _ := c.AnswersHeld("a"); all != 0 {
 		t.Fatalf("held %d after every connection closed", all)
+	}
+	// A caller holding nothing may have one answer above its own bound,
+	// within the level's; one above the level's can never be sent.
+	big := hold("c", "conn-c", 90)
+	refused("c", "conn-c", 1)
+	big.Release()
+	_, err := c.HoldAnswer(Workload, "c", "conn-c", 101)
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "never") || len(st.Details()) != 1 {
+		t.Fatalf("an answer above the level's budget: %v (details %v), want RESOURCE_EXHAUSTED without RetryInfo", err, st.Details())
 	}
 }

@@ -51,8 +51,7 @@ type Settings struct {
 	// read them yet, split evenly between the two levels (flag
 	// -max-unread-answer-bytes; 0 is a quarter of the requests' budget),
 	// UnreadAnswerBytesPerCaller one caller's (flag
-	// -max-unread-answer-bytes-per-caller; 0 is an eighth of
-	// UnreadAnswerBytes).
+	// -max-unread-answer-bytes-per-caller; 0 is an eighth of a level's).
 	UnreadAnswerBytes, UnreadAnswerBytesPerCaller int64
 	// SystemUsers are the identities of the services' own calls, served at
 	// the system level (flag -system-users, comma-separated user names such
@@ -81,7 +80,7 @@ func (s *Settings) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.StreamsPerCaller, "max-streams-per-caller", s.StreamsPerCaller, "long-lived streams one caller may keep open in a priority level")
 	fs.IntVar(&s.Streams, "max-streams", s.Streams, "long-lived streams all callers together may keep open in a priority level")
 	fs.Int64Var(&s.UnreadAnswerBytes, "max-unread-answer-bytes", s.UnreadAnswerBytes, "memory the answers not yet read by their callers may take, half for each priority level; more are refused with RESOURCE_EXHAUSTED; 0: a quarter of max-inflight-bytes")
-	fs.Int64Var(&s.UnreadAnswerBytesPerCaller, "max-unread-answer-bytes-per-caller", s.UnreadAnswerBytesPerCaller, "memory the answers one caller has not read yet may take; 0: an eighth of max-unread-answer-bytes")
+	fs.Int64Var(&s.UnreadAnswerBytesPerCaller, "max-unread-answer-bytes-per-caller", s.UnreadAnswerBytesPerCaller, "memory the answers one caller has not read yet may take (a caller holding none may have one answer of any size its level holds); 0: an eighth of a priority level's max-unread-answer-bytes")
 	fs.Func("system-users", "comma-separated identities served at the system priority level, apart from every other caller (the executor's for the planner, cron's for the executor)", func(v string) error {
 		s.SystemUsers = nil
 		for _, u := range strings.Split(v, ",") {
@@ -141,7 +140,7 @@ func (s Settings) Config() Config {
 	}
 	unreadPerCaller := s.UnreadAnswerBytesPerCaller
 	if unreadPerCaller == 0 {
-		unreadPerCaller = unread / 8
+		unreadPerCaller = unread / 2 / 8 // a level's, over eight callers
 	}
 	level := LevelConfig{Seats: s.Seats, Bytes: perLevel, StreamsPerFlow: s.StreamsPerCaller, Streams: s.Streams,
 		UnreadAnswerBytes: unread / 2, UnreadAnswerBytesPerCaller: min(unreadPerCaller, unread/2)}

@@ -2,14 +2,15 @@ package grpcserver
 
 import (
 	"context"
-	"net"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
-	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
 	"github.com/jobplane/jobplane/lib/admission"
@@ -68,7 +69,7 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 // interceptors have seen resp itself. The encoding is then held against
 // the caller's bound of unread answers until the transport has written it
 // (it gives the buffer back), dropped it (a reset call), or lost it (a
-// closed connection: connClosed).
+// closed connection: connTracker).
 func (s *Server) encodedAnswer(ctx context.Context, level, flow string, resp any) (any, error) {
 	encoded, err := Codec().Marshal(resp)
 	if err != nil {
@@ -77,7 +78,12 @@ func (s *Server) encodedAnswer(ctx context.Context, level, flow string, resp any
 	}
 	// One buffer of more than mem's pooling threshold, so that the
 	// transport gives it back (to heldEncoding's Put) once done with it.
-	data := encoded.Materialize()
+	var data []byte
+	if len(encoded) == 1 { // the codec's own slice: no copy
+		data = encoded[0].ReadOnlyData()
+	} else {
+		data = encoded.Materialize()
+	}
 	if mem.IsBelowBufferPoolingThreshold(cap(data)) {
 		data = append(make([]byte, 0, 2<<10), data...)
 	}
@@ -98,41 +104,35 @@ type heldPool struct{ held *admission.HeldAnswer }
 func (p heldPool) Get(n int) *[]byte { return mem.DefaultBufferPool().Get(n) }
 func (p heldPool) Put(*[]byte)       { p.held.Release() }
 
-// connOf names the call's connection as connClosed does.
+// connOf names the call's connection, as connTracker tagged it.
 func connOf(ctx context.Context) string {
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		return p.Addr.String()
+	id, _ := ctx.Value(connKey{}).(string)
+	return id
+}
+
+type connKey struct{}
+
+// connTracker names each connection and tells the admission when one
+// ends: what the transport held unwritten on it is gone, never given back
+// to its pool. (A stats handler, not a wrapped net.Conn, so that grpc-go
+// still sees the *net.TCPConn it sets TCP_USER_TIMEOUT on.)
+type connTracker struct {
+	ended func(conn string)
+	last  atomic.Uint64
+}
+
+func (t *connTracker) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, connKey{}, strconv.FormatUint(t.last.Add(1), 36))
+}
+
+func (t *connTracker) HandleConn(ctx context.Context, s stats.ConnStats) {
+	if _, ok := s.(*stats.ConnEnd); ok {
+		t.ended(connOf(ctx))
 	}
-	return ""
 }
 
-// closeNotifyingListener tells the admission when each of its connections
-// closes, by the name connOf gives it: what the transport held unwritten
-// on it is gone.
-type closeNotifyingListener struct {
-	net.Listener
-	closed func(conn string)
-}
-
-func (l closeNotifyingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &closeNotifyingConn{Conn: c, closed: l.closed}, nil
-}
-
-type closeNotifyingConn struct {
-	net.Conn
-	closed func(conn string)
-	once   sync.Once
-}
-
-func (c *closeNotifyingConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() { c.closed(c.RemoteAddr().String()) })
-	return err
-}
+func (t *connTracker) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (t *connTracker) HandleRPC(context.Context, stats.RPCStats)                       {}
 
 // flowOf is the caller's priority level and flow: its identity, which the
 // returned context carries on to the auth interceptor (identified once).

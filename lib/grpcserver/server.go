@@ -175,6 +175,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	s.grpc = grpc.NewServer(
 		grpc.Creds(creds),
 		grpc.ForceServerCodecV2(deterministicCodec{}),
+		grpc.StatsHandler(&connTracker{ended: s.admission.ConnClosed}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(cfg.RecvMsgBytes()),
@@ -429,7 +430,7 @@ func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error 
 	go func() { workDone <- workers.Wait() }()
 
 	errc := make(chan error, 2)
-	go func() { errc <- s.grpc.Serve(closeNotifyingListener{Listener: lis, closed: s.admission.ConnClosed}) }()
+	go func() { errc <- s.grpc.Serve(lis) }()
 	var httpSrv *http.Server
 	if metricsLis != nil {
 		httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,

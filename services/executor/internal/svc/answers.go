@@ -32,6 +32,10 @@ type answerCache struct {
 type cachedAnswer struct {
 	job       *jobplanev1.Job
 	namespace string
+	// cleanup forgets the answer when its object is collected; stopped
+	// when the answer is dropped first, so that an object cached again
+	// has one.
+	cleanup runtime.Cleanup
 }
 
 // maxCachedAnswers bounds the Jobs an answerCache keeps.
@@ -65,14 +69,13 @@ func (a *answerCache) job(job *batchv1.Job, convert func(*batchv1.Job) (*jobplan
 		a.jobs = map[weak.Pointer[batchv1.Job]]cachedAnswer{}
 		a.byNamespace = map[string]map[weak.Pointer[batchv1.Job]]struct{}{}
 	}
-	a.jobs[key] = cachedAnswer{job: out, namespace: job.Namespace}
+	a.jobs[key] = cachedAnswer{job: out, namespace: job.Namespace, cleanup: runtime.AddCleanup(job, a.forget, key)}
 	keys := a.byNamespace[job.Namespace]
 	if keys == nil {
 		keys = map[weak.Pointer[batchv1.Job]]struct{}{}
 		a.byNamespace[job.Namespace] = keys
 	}
 	keys[key] = struct{}{}
-	runtime.AddCleanup(job, a.forget, key)
 	return out, nil
 }
 
@@ -93,6 +96,7 @@ func (a *answerCache) makeRoomFor(ns string) bool {
 		}
 	}
 	for key := range a.byNamespace[most] {
+		a.jobs[key].cleanup.Stop()
 		a.drop(key)
 		return true
 	}
