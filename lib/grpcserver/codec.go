@@ -210,8 +210,8 @@ func (e *encoder) appendOf(b []byte, p *marshalPlan, m protoreflect.Message) ([]
 		}
 		var err error
 		if fd.Kind() != protoreflect.MessageKind || fd.IsMap() {
-			if _, ok := scalarSize(fd, m.Get(fd)); ok {
-				b = appendScalar(b, fd, m.Get(fd))
+			if v := m.Get(fd); scalarOK(fd, v) {
+				b = appendScalar(b, fd, v)
 				continue
 			}
 			single = alone(single, m, fd)

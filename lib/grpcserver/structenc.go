@@ -217,6 +217,13 @@ func scalarSize(fd protoreflect.FieldDescriptor, v protoreflect.Value) (int, boo
 	return 0, false
 }
 
+// scalarOK says whether the codec writes fd's value v itself, as the
+// size pass decided.
+func scalarOK(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	_, ok := scalarSize(fd, v)
+	return ok
+}
+
 // appendScalar appends the field fd of value v, which scalarSize accepted.
 func appendScalar(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value) []byte {
 	num := fd.Number()
