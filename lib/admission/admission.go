@@ -1,13 +1,13 @@
 // Package admission bounds the work a server takes in, in the manner of the
 // API server's Priority and Fairness: calls belong to a priority level (the
 // services' own identities have one of their own, so outside callers never
-// delay them); within a level each caller identity is a flow with a queue of
-// its own, and flows are served fairly (start-time fair queuing), so one
-// caller flooding a level delays only itself. A level has two budgets:
-// seats (calls in flight) and bytes (requests being decoded and held,
-// charged at their wire size times an expansion factor, once their size is
-// known). A call waits for both at
-// most a bounded time, then is shed with RESOURCE_EXHAUSTED and
+// delay them); within a level each caller (a tenant, as the server names
+// it: a ServiceAccount's namespace) is a flow with a queue of its own, and
+// flows are served fairly (start-time fair queuing), so one caller flooding
+// a level delays only itself. A level has two budgets: seats (calls in
+// flight) and bytes (requests being decoded and held, charged at their wire
+// size times an expansion factor, once their size is known). A call waits
+// for both at most a bounded time, then is shed with RESOURCE_EXHAUSTED and
 // google.rpc.RetryInfo; one that can never fit is shed at once, naming the
 // limit. Long-lived streams hold a seat of a separate budget: a caller may
 // keep at most so many open.

@@ -12,6 +12,7 @@ package auth
 import (
 	"context"
 	"slices"
+	"strings"
 )
 
 // The identity of a caller that presents no credentials, as Kubernetes
@@ -48,6 +49,26 @@ func Anonymous() *Identity {
 // IsAnonymous says whether id is the anonymous identity.
 func (id *Identity) IsAnonymous() bool {
 	return id.User == AnonymousUser || slices.Contains(id.Groups, UnauthenticatedGroup)
+}
+
+// serviceAccountPrefix starts a ServiceAccount's user name,
+// system:serviceaccount:<namespace>:<name>.
+const serviceAccountPrefix = "system:serviceaccount:"
+
+// Tenant is whom id's calls are shared out to: a ServiceAccount's namespace,
+// named as the group of its accounts (system:serviceaccounts:<namespace>),
+// so that more accounts in one namespace buy no larger share; any other
+// user is a tenant of its own.
+func (id *Identity) Tenant() string {
+	rest, ok := strings.CutPrefix(id.User, serviceAccountPrefix)
+	if !ok {
+		return id.User
+	}
+	namespace, name, ok := strings.Cut(rest, ":")
+	if !ok || namespace == "" || name == "" {
+		return id.User
+	}
+	return "system:serviceaccounts:" + namespace
 }
 
 type identityKey struct{}

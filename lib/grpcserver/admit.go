@@ -57,14 +57,16 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 	return &out
 }
 
-// flowOf is the caller's priority level and flow: its identity, which the
-// returned context carries on to the auth interceptor (identified once).
+// flowOf is the caller's priority level and flow: its tenant (a
+// ServiceAccount's namespace, any other user itself), so that a tenant's
+// many accounts share one flow's turns and bounds. The returned context
+// carries the identity on to the auth interceptor (identified once).
 func (s *Server) flowOf(ctx context.Context, method string) (_ context.Context, level, flow string, err error) {
 	id, err := s.auth.Identify(ctx, method)
 	if err != nil {
 		return ctx, "", "", err
 	}
-	return auth.NewContext(ctx, id), s.priorityLevel(id), id.User, nil
+	return auth.NewContext(ctx, id), s.priorityLevel(id), id.Tenant(), nil
 }
 
 // priorityLevel is System for the identities configured as the services'

@@ -173,6 +173,24 @@ func TestAFloodFromOneCallerLeavesAnotherItsTurn(t *testing.T) {
 	}
 }
 
+// A tenant's ServiceAccounts are one flow: more accounts in a namespace
+// buy it no more queue, while another namespace keeps its own.
+func TestATenantsServiceAccountsShareOneFlow(t *testing.T) {
+	const a1, a2, a3, b = "system:serviceaccount:team-a:one", "system:serviceaccount:team-a:two",
+		"system:serviceaccount:team-a:three", "system:serviceaccount:team-b:one"
+	srv, g := admissionServer(t, func(c *grpcserver.Config) { c.Admission.QueueLength = 2 }, a1, a2, a3, b)
+	go func() { _ = validate(srv, a1, nil) }()
+	<-g.entered
+	go func() { _ = validate(srv, a1, nil) }()
+	go func() { _ = validate(srv, a2, nil) }()
+	waitFor(t, "team-a's queue full", func() bool { return waiting(t, srv, "workload") == 2 })
+	if err := validate(srv, a3, nil); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("a third account of team-a: %v, want ResourceExhausted (its tenant's queue is full)", err)
+	}
+	go func() { _ = validate(srv, b, nil) }()
+	waitFor(t, "team-b's call queued", func() bool { return waiting(t, srv, "workload") == 3 })
+}
+
 // The services' own identities have a priority level of their own: the
 // executor is served while outside callers hold every workload seat.
 func TestTheSystemLevelIsServedWhileTheWorkloadLevelIsFull(t *testing.T) {
