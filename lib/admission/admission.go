@@ -203,7 +203,7 @@ func (c *Controller) OpenStream(levelName, flow string) (*Ticket, error) {
 	if refusal != "" {
 		l.mu.Unlock()
 		c.metrics.rejected.WithLabelValues(l.name, "streams").Inc()
-		return nil, exhausted(refusal, "TOO_MANY_STREAMS", l.name, c.cfg.MaxQueueWait)
+		return nil, Exhausted(refusal, "TOO_MANY_STREAMS", l.name, c.cfg.MaxQueueWait)
 	}
 	l.streams[flow]++
 	l.openStreams++
@@ -293,12 +293,12 @@ func (c *Controller) refuse(l *level, budget string, limit int64, err error) err
 	if reason == "REQUEST_TOO_LARGE" {
 		return apierr.New(codes.ResourceExhausted, reason, map[string]string{"priorityLevel": l.name, "budget": budget, "limit": fmt.Sprint(limit)}, "%s", msg)
 	}
-	return exhausted(msg, reason, l.name, c.cfg.MaxQueueWait)
+	return Exhausted(msg, reason, l.name, c.cfg.MaxQueueWait)
 }
 
-// exhausted is RESOURCE_EXHAUSTED with a RetryInfo whose delay is jittered
+// Exhausted is RESOURCE_EXHAUSTED with a RetryInfo whose delay is jittered
 // around the queue wait, so that shed callers do not return together.
-func exhausted(msg, reason, levelName string, wait time.Duration) error {
+func Exhausted(msg, reason, levelName string, wait time.Duration) error {
 	delay := wait/2 + rand.N(wait+1)
 	st := status.Convert(apierr.New(codes.ResourceExhausted, reason, map[string]string{"priorityLevel": levelName}, "%s; retry later", msg))
 	withRetry, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)})

@@ -65,7 +65,7 @@ func (c *Controller) HoldAnswer(levelName, flow, conn string, n int64) (*HeldAns
 	}
 	if refusal != "" {
 		c.metrics.rejected.WithLabelValues(l.name, "UNREAD_ANSWERS").Inc()
-		return nil, exhausted(refusal+"; read the answers", "UNREAD_ANSWERS", l.name, c.cfg.MaxQueueWait)
+		return nil, Exhausted(refusal+"; read the answers", "UNREAD_ANSWERS", l.name, c.cfg.MaxQueueWait)
 	}
 	h := &HeldAnswer{a: a, caller: flow, conn: conn, n: n}
 	a.held += n

@@ -59,14 +59,19 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 
 // flowOf is the caller's priority level and flow: its tenant (a
 // ServiceAccount's namespace, any other user itself), so that a tenant's
-// many accounts share one flow's turns and bounds. The returned context
+// many accounts share one flow's turns and bounds; the call's connection
+// is the caller's, within its bound of connections. The returned context
 // carries the identity on to the auth interceptor (identified once).
 func (s *Server) flowOf(ctx context.Context, method string) (_ context.Context, level, flow string, err error) {
 	id, err := s.auth.Identify(ctx, method)
 	if err != nil {
 		return ctx, "", "", err
 	}
-	return auth.NewContext(ctx, id), s.priorityLevel(id), id.Tenant(), nil
+	level, flow = s.priorityLevel(id), id.Tenant()
+	if err := s.conns.identify(gateOf(ctx), level, flow); err != nil {
+		return ctx, "", "", err
+	}
+	return auth.NewContext(ctx, id), level, flow, nil
 }
 
 // priorityLevel is System for the identities configured as the services'

@@ -62,28 +62,41 @@ func (p heldPool) Put(*[]byte)       { p.held.Release() }
 
 // connOf names the call's connection, as connTracker tagged it.
 func connOf(ctx context.Context) string {
-	id, _ := ctx.Value(connKey{}).(string)
-	return id
+	ref, _ := ctx.Value(connKey{}).(connRef)
+	return ref.id
 }
 
 type connKey struct{}
 
-// connTracker names each connection and tells the admission when one
-// ends: what the transport held unwritten on it is gone, never given back
-// to its pool. (A stats handler, not a wrapped net.Conn, so that grpc-go
-// still sees the *net.TCPConn it sets TCP_USER_TIMEOUT on.)
+// connRef is a connection as connTracker tagged it: its name, and the
+// gate's connection when the gate follows it.
+type connRef struct {
+	id    string
+	gated *gatedConn
+}
+
+// connTracker names each connection, finds it in the gate, and tells the
+// admission and the gate when one ends: what the transport held unwritten
+// on it is gone, never given back to its pool. (A stats handler, not a
+// wrapped net.Conn, so that grpc-go still sees the *net.TCPConn it sets
+// TCP_USER_TIMEOUT on.)
 type connTracker struct {
+	gate  *connGate
 	ended func(conn string)
 	last  atomic.Uint64
 }
 
-func (t *connTracker) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
-	return context.WithValue(ctx, connKey{}, strconv.FormatUint(t.last.Add(1), 36))
+func (t *connTracker) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, connKey{}, connRef{
+		id:    strconv.FormatUint(t.last.Add(1), 36),
+		gated: t.gate.tracked(info.LocalAddr, info.RemoteAddr),
+	})
 }
 
 func (t *connTracker) HandleConn(ctx context.Context, s stats.ConnStats) {
 	if _, ok := s.(*stats.ConnEnd); ok {
 		t.ended(connOf(ctx))
+		t.gate.ended(gateOf(ctx))
 	}
 }
 

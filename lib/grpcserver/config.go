@@ -38,6 +38,22 @@ type Config struct {
 	// fast link let every queued call buffer megabytes (flag
 	// -stream-window-bytes).
 	StreamWindowBytes int
+	// MaxStreamsPerConn bounds the calls one connection has open at once
+	// (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS): with the window, what the
+	// transport buffers of one connection (flag
+	// -max-concurrent-streams-per-connection).
+	MaxStreamsPerConn int
+	// MaxConnsPerCaller bounds the connections of one caller (a tenant),
+	// the services' own identities aside: a call on one more is refused and
+	// its connection closed (flag -max-connections-per-caller).
+	MaxConnsPerCaller int
+	// MaxUnidentifiedConns bounds the connections none of whose calls is
+	// authenticated yet; the oldest is closed to make room for a new one
+	// (flag -max-unidentified-connections).
+	MaxUnidentifiedConns int
+	// FirstCallTimeout closes a connection none of whose calls is
+	// authenticated within it (flag -first-call-timeout).
+	FirstCallTimeout time.Duration
 	// KeepaliveMinTime: clients pinging more often than this are disconnected
 	// (flag -keepalive-min-time).
 	KeepaliveMinTime time.Duration
@@ -101,15 +117,21 @@ func Defaults(addr, metricsAddr string) Config {
 		MetricsAddr:       metricsAddr,
 		MaxSendMsgBytes:   64 << 20,
 		StreamWindowBytes: 256 << 10,
-		KeepaliveMinTime:  10 * time.Second,
-		KeepaliveTime:     2 * time.Minute,
-		KeepaliveTimeout:  20 * time.Second,
-		ShutdownDrain:     2 * time.Second,
-		ShutdownTimeout:   15 * time.Second,
-		ReadinessInterval: time.Second,
-		LogLevel:          "info",
-		Auth:              auth.Defaults(),
-		Admission:         admission.DefaultSettings(),
+		// HTTP/2's advised minimum, above what a caller can have admitted
+		// (8 seats, 64 queued, 16 streams).
+		MaxStreamsPerConn:    100,
+		MaxConnsPerCaller:    64,
+		MaxUnidentifiedConns: 256,
+		FirstCallTimeout:     30 * time.Second,
+		KeepaliveMinTime:     10 * time.Second,
+		KeepaliveTime:        2 * time.Minute,
+		KeepaliveTimeout:     20 * time.Second,
+		ShutdownDrain:        2 * time.Second,
+		ShutdownTimeout:      15 * time.Second,
+		ReadinessInterval:    time.Second,
+		LogLevel:             "info",
+		Auth:                 auth.Defaults(),
+		Admission:            admission.DefaultSettings(),
 	}
 }
 
@@ -121,6 +143,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxRecvMsgBytes, "max-recv-msg-bytes", c.MaxRecvMsgBytes, "largest message received, in bytes; 0: the largest a priority level's bytes budget can take (max-inflight-bytes / 2 / request-memory-per-byte, at most 64 MiB), for a larger one is refused anyway, and until it is charged it is outside the budget")
 	fs.IntVar(&c.MaxSendMsgBytes, "max-send-msg-bytes", c.MaxSendMsgBytes, "largest message sent, in bytes")
 	fs.IntVar(&c.StreamWindowBytes, "stream-window-bytes", c.StreamWindowBytes, "HTTP/2 flow-control window of each call: the most the server buffers of a request it has not read (a call waiting its turn), at least 65535")
+	fs.IntVar(&c.MaxStreamsPerConn, "max-concurrent-streams-per-connection", c.MaxStreamsPerConn, "calls open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); a client queues more itself")
+	fs.IntVar(&c.MaxConnsPerCaller, "max-connections-per-caller", c.MaxConnsPerCaller, "connections one caller (a ServiceAccount's namespace, any other user) keeps open; a call on one more is refused (RESOURCE_EXHAUSTED) and its connection closed; the -system-users are not bounded")
+	fs.IntVar(&c.MaxUnidentifiedConns, "max-unidentified-connections", c.MaxUnidentifiedConns, "connections no call of which is authenticated yet; the oldest is closed to make room for a new one")
+	fs.DurationVar(&c.FirstCallTimeout, "first-call-timeout", c.FirstCallTimeout, "close a connection no call of which is authenticated within this")
 	fs.DurationVar(&c.KeepaliveMinTime, "keepalive-min-time", c.KeepaliveMinTime, "clients pinging more often are disconnected")
 	fs.DurationVar(&c.KeepaliveTime, "keepalive-time", c.KeepaliveTime, "ping connections idle this long")
 	fs.DurationVar(&c.KeepaliveTimeout, "keepalive-timeout", c.KeepaliveTimeout, "close connections not answering a ping within this")
@@ -187,6 +213,18 @@ func (c Config) Validate() error {
 	if c.StreamWindowBytes < 65535 || c.StreamWindowBytes > 64<<20 {
 		errs = append(errs, fmt.Errorf("stream-window-bytes must be from 65535 (HTTP/2's initial window) to 64 MiB, got %d", c.StreamWindowBytes))
 	}
+	for _, n := range []struct {
+		name  string
+		value int
+	}{
+		{"max-concurrent-streams-per-connection", c.MaxStreamsPerConn},
+		{"max-connections-per-caller", c.MaxConnsPerCaller},
+		{"max-unidentified-connections", c.MaxUnidentifiedConns},
+	} {
+		if n.value <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %d", n.name, n.value))
+		}
+	}
 	if c.MaxSendMsgBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max-send-msg-bytes must be positive, got %d", c.MaxSendMsgBytes))
 	}
@@ -194,6 +232,7 @@ func (c Config) Validate() error {
 		name  string
 		value time.Duration
 	}{
+		{"first-call-timeout", c.FirstCallTimeout},
 		{"keepalive-min-time", c.KeepaliveMinTime},
 		{"keepalive-time", c.KeepaliveTime},
 		{"keepalive-timeout", c.KeepaliveTimeout},

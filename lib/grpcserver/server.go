@@ -68,18 +68,20 @@ type Server struct {
 	// admission admits the calls of registered services (not health
 	// checks or reflection).
 	admission *admission.Controller
-	authz     auth.Authorizer
-	auth      *auth.Interceptor
-	grpc      *grpc.Server
-	health    *health.Server
-	metrics   *grpcprom.ServerMetrics
-	registry  *prometheus.Registry
-	panics    prometheus.Counter
-	services  []string
-	work      []work
-	checks    []readinessCheck
-	served    atomic.Bool
-	stopping  atomic.Bool
+	// conns bounds the connections open.
+	conns    *connGate
+	authz    auth.Authorizer
+	auth     *auth.Interceptor
+	grpc     *grpc.Server
+	health   *health.Server
+	metrics  *grpcprom.ServerMetrics
+	registry *prometheus.Registry
+	panics   prometheus.Counter
+	services []string
+	work     []work
+	checks   []readinessCheck
+	served   atomic.Bool
+	stopping atomic.Bool
 
 	// metricsTLS serves the metrics port over TLS when gRPC is, with the
 	// same certificate and client CA: bearer tokens travel to it too.
@@ -160,6 +162,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	}
 	s.authn = auth.NewAuthenticator(cfg.Auth, s.kube, logger)
 	s.admission = admission.New(cfg.Admission.Config(), s.registry)
+	s.conns = newConnGate(cfg, s.registry)
 	s.auth = auth.NewInterceptor(cfg.Auth, s.authn, s.authz, auth.Rules, logger)
 
 	unary, stream := s.interceptors()
@@ -175,13 +178,14 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	s.grpc = grpc.NewServer(
 		grpc.Creds(creds),
 		grpc.ForceServerCodecV2(deterministicCodec{}),
-		grpc.StatsHandler(&connTracker{ended: s.admission.ConnClosed}),
+		grpc.StatsHandler(&connTracker{gate: s.conns, ended: s.admission.ConnClosed}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(cfg.RecvMsgBytes()),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes),
 		grpc.InitialWindowSize(int32(cfg.StreamWindowBytes)),
 		grpc.InitialConnWindowSize(int32(16*cfg.StreamWindowBytes)),
+		grpc.MaxConcurrentStreams(uint32(cfg.MaxStreamsPerConn)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             cfg.KeepaliveMinTime,
 			PermitWithoutStream: true,
@@ -430,7 +434,7 @@ func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error 
 	go func() { workDone <- workers.Wait() }()
 
 	errc := make(chan error, 2)
-	go func() { errc <- s.grpc.Serve(lis) }()
+	go func() { errc <- s.grpc.Serve(s.conns.listener(lis)) }()
 	var httpSrv *http.Server
 	if metricsLis != nil {
 		httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,

@@ -1,0 +1,257 @@
+package grpcserver
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobplane/jobplane/lib/admission"
+)
+
+// The connections a server keeps open are bounded, so that neither their
+// number nor the transport's buffers of each grow without bound:
+//   - a connection is unidentified until one of its calls is authenticated;
+//     unidentified connections are at most so many, the oldest closed to make
+//     room for a new one (a flood of connections cannot lock out a client
+//     that calls at once, as clients do), and each is closed if no call is
+//     identified within the first-call timeout;
+//   - an identified connection belongs to its first call's caller (a
+//     tenant); a caller keeps at most so many, and a call on one more is
+//     refused and its connection closed. The services' own identities (the
+//     system level) are not bounded.
+//
+// The gate sees the net.Conn as the listener accepts it, and grpc-go's
+// stats handler names it by its addresses (connTracker): the conn handed to
+// grpc-go stays the *net.TCPConn it sets TCP_USER_TIMEOUT on.
+
+// connGate bounds a server's connections.
+type connGate struct {
+	maxUnidentified, perCaller   int
+	firstCall, closeAfterRefusal time.Duration
+	// retryAfter is the delay a refused caller is asked to wait.
+	retryAfter time.Duration
+	metrics    *connMetrics
+
+	mu sync.Mutex
+	// byAddrs are the TCP connections accepted and not yet ended, by
+	// their addresses.
+	byAddrs map[string]*gatedConn
+	// unidentified are the unidentified connections, oldest first.
+	unidentified list.List
+	callers      map[string]int
+}
+
+// gatedConn is one connection accepted.
+type gatedConn struct {
+	conn  net.Conn
+	addrs string
+	// waiting is its element of the gate's unidentified list until it is
+	// identified or closed.
+	waiting *list.Element
+	timer   *time.Timer
+	// identified is set once a call's caller is known: the calls after it
+	// pass without the gate's lock.
+	identified atomic.Bool
+	caller     string
+	refused    error
+	closed     bool
+}
+
+func newConnGate(cfg Config, reg prometheus.Registerer) *connGate {
+	return &connGate{
+		maxUnidentified: cfg.MaxUnidentifiedConns, perCaller: cfg.MaxConnsPerCaller,
+		firstCall: cfg.FirstCallTimeout, closeAfterRefusal: time.Second, retryAfter: cfg.Admission.MaxQueueWait,
+		metrics: newConnMetrics(reg), byAddrs: map[string]*gatedConn{}, callers: map[string]int{},
+	}
+}
+
+// listener is lis with each connection it accepts gated.
+func (g *connGate) listener(lis net.Listener) net.Listener { return gatedListener{lis, g} }
+
+type gatedListener struct {
+	net.Listener
+	gate *connGate
+}
+
+func (l gatedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.gate.accepted(c)
+	}
+	return c, err
+}
+
+// addrsOf names a TCP connection by its addresses, unique while it is
+// open; other connections (in memory, Unix sockets) may share theirs, and
+// are not gated ("").
+func addrsOf(local, remote net.Addr) string {
+	if _, ok := remote.(*net.TCPAddr); !ok || local == nil {
+		return ""
+	}
+	return local.String() + " " + remote.String()
+}
+
+// accepted enters c as unidentified, closing the oldest unidentified
+// connection when there are too many.
+func (g *connGate) accepted(c net.Conn) {
+	addrs := addrsOf(c.LocalAddr(), c.RemoteAddr())
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, shared := g.byAddrs[addrs]; shared || addrs == "" {
+		return
+	}
+	gc := &gatedConn{conn: c, addrs: addrs}
+	g.byAddrs[addrs] = gc
+	gc.waiting = g.unidentified.PushBack(gc)
+	gc.timer = time.AfterFunc(g.firstCall, func() { g.closeUnidentified(gc, "first_call_timeout") })
+	g.metrics.open.WithLabelValues("unidentified").Inc()
+	if g.unidentified.Len() > g.maxUnidentified {
+		g.closeLocked(g.unidentified.Front().Value.(*gatedConn), "unidentified_evicted")
+	}
+}
+
+// tracked is the gate's connection of the transport's addresses, if any.
+func (g *connGate) tracked(local, remote net.Addr) *gatedConn {
+	addrs := addrsOf(local, remote)
+	if addrs == "" {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.byAddrs[addrs]
+}
+
+// identify gives gc to its call's caller at level, unless the caller has
+// its connections already: the call is then refused, and gc closed soon
+// after (once the refusal has had time to reach the client).
+func (g *connGate) identify(gc *gatedConn, level, caller string) error {
+	if gc == nil || gc.identified.Load() {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case gc.identified.Load():
+		return nil
+	case gc.refused != nil:
+		return gc.refused
+	case gc.closed:
+		return nil // its end is on the way
+	case level != admission.System && g.callers[caller] >= g.perCaller:
+		gc.refused = admission.Exhausted(fmt.Sprintf("the caller has %d connections open, the most allowed: this one is closed", g.perCaller),
+			"TOO_MANY_CONNECTIONS", level, g.retryAfter)
+		g.leaveUnidentified(gc)
+		gc.timer = time.AfterFunc(g.closeAfterRefusal, func() { g.close(gc, "too_many_connections") })
+		return gc.refused
+	}
+	g.leaveUnidentified(gc)
+	if level != admission.System {
+		gc.caller = caller
+		g.callers[caller]++
+	}
+	gc.identified.Store(true)
+	g.metrics.open.WithLabelValues("identified").Inc()
+	return nil
+}
+
+// leaveUnidentified takes gc off the unidentified list and its timer.
+func (g *connGate) leaveUnidentified(gc *gatedConn) {
+	if gc.waiting == nil {
+		return
+	}
+	g.unidentified.Remove(gc.waiting)
+	gc.waiting = nil
+	gc.timer.Stop()
+	g.metrics.open.WithLabelValues("unidentified").Dec()
+}
+
+// closeUnidentified closes gc if no call has identified it yet.
+func (g *connGate) closeUnidentified(gc *gatedConn, reason string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gc.waiting != nil {
+		g.closeLocked(gc, reason)
+	}
+}
+
+func (g *connGate) close(gc *gatedConn, reason string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closeLocked(gc, reason)
+}
+
+// closeLocked closes gc's connection: grpc-go ends its transport (ended
+// follows) and fails its calls.
+func (g *connGate) closeLocked(gc *gatedConn, reason string) {
+	if gc.closed {
+		return
+	}
+	gc.closed = true
+	g.leaveUnidentified(gc)
+	g.metrics.closed.WithLabelValues(reason).Inc()
+	// A connection that never reached the transport (a failed handshake)
+	// has no end to follow.
+	if g.byAddrs[gc.addrs] == gc && !gc.identified.Load() {
+		delete(g.byAddrs, gc.addrs)
+	}
+	go gc.conn.Close() // outside the lock: a TLS close may write
+}
+
+// ended forgets gc, whose transport has ended.
+func (g *connGate) ended(gc *gatedConn) {
+	if gc == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.leaveUnidentified(gc)
+	if gc.timer != nil {
+		gc.timer.Stop()
+	}
+	if g.byAddrs[gc.addrs] == gc {
+		delete(g.byAddrs, gc.addrs)
+	}
+	if gc.identified.Swap(false) {
+		g.metrics.open.WithLabelValues("identified").Dec()
+	}
+	if gc.caller != "" {
+		if g.callers[gc.caller]--; g.callers[gc.caller] <= 0 {
+			delete(g.callers, gc.caller)
+		}
+		gc.caller = ""
+	}
+	gc.closed = true
+}
+
+// connMetrics are the gate's.
+type connMetrics struct {
+	open   *prometheus.GaugeVec
+	closed *prometheus.CounterVec
+}
+
+func newConnMetrics(reg prometheus.Registerer) *connMetrics {
+	m := &connMetrics{
+		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "jobplane_connections_open", Help: "gRPC connections open, by state: unidentified (no call authenticated yet) or identified.",
+		}, []string{"state"}),
+		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jobplane_connections_closed_total", Help: "gRPC connections the server closed to bound them, by reason.",
+		}, []string{"reason"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.open, m.closed)
+	}
+	return m
+}
+
+// gateOf is the gated connection of the call ctx belongs to, if any.
+func gateOf(ctx context.Context) *gatedConn {
+	ref, _ := ctx.Value(connKey{}).(connRef)
+	return ref.gated
+}

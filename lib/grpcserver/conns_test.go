@@ -1,0 +1,203 @@
+package grpcserver_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
+)
+
+// answering answers ValidateJob at once.
+type answering struct {
+	jobplanev1.UnimplementedPlannerServiceServer
+}
+
+func (answering) ValidateJob(context.Context, *jobplanev1.ValidateJobRequest) (*jobplanev1.ValidateJobResponse, error) {
+	return &jobplanev1.ValidateJobResponse{}, nil
+}
+
+// connsServer serves answering to the users' tokens ("<user>-token"), with
+// "executor" at the system level.
+func connsServer(t *testing.T, edit func(*grpcserver.Config), users ...string) *grpctest.Server {
+	t.Helper()
+	cluster, cfg := usersCluster(users...)
+	cfg.Admission.SystemUsers = []string{"executor"}
+	edit(&cfg)
+	return grpctest.StartWith(t, grpctest.Options{Config: &cfg, Server: []grpcserver.Option{grpcserver.WithKubeClient(cluster)}},
+		func(s *grpcserver.Server) { s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, answering{}) })
+}
+
+// newConn is a client connection of its own to srv: one TCP connection.
+func newConn(t *testing.T, srv *grpctest.Server) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func validateOn(conn *grpc.ClientConn, user string) error {
+	_, err := jobplanev1.NewPlannerServiceClient(conn).ValidateJob(bearer(user+"-token"), &jobplanev1.ValidateJobRequest{})
+	return err
+}
+
+// connMetric is the value of the gate's metric name with labelName=value.
+func connMetric(t *testing.T, srv *grpctest.Server, name, labelName, value string) float64 {
+	t.Helper()
+	families, err := srv.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, labelName) == value {
+				return m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// A caller (a tenant: all its ServiceAccounts) keeps at most so many
+// connections: a call on one more is refused, with RetryInfo, and that
+// connection closed; another tenant and the services' own identities are
+// not held back, and a connection closed makes room for a new one.
+func TestACallersConnectionsAreBounded(t *testing.T) {
+	const a1, a2, a3, b = "system:serviceaccount:team-a:one", "system:serviceaccount:team-a:two",
+		"system:serviceaccount:team-a:three", "system:serviceaccount:team-b:one"
+	srv := connsServer(t, func(c *grpcserver.Config) { c.MaxConnsPerCaller = 2 }, a1, a2, a3, b, "executor")
+	first := newConn(t, srv)
+	for user, conn := range map[string]*grpc.ClientConn{a1: first, a2: newConn(t, srv)} {
+		if err := validateOn(conn, user); err != nil {
+			t.Fatalf("%s: %v", user, err)
+		}
+	}
+	third := newConn(t, srv)
+	err := validateOn(third, a3)
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "connections open") {
+		t.Fatalf("team-a's third connection: %v, want ResourceExhausted for too many connections", err)
+	}
+	if d, ok := retryDelay(err); !ok || d <= 0 {
+		t.Errorf("RetryInfo %v, %v", d, ok)
+	}
+	waitFor(t, "the third connection closed", func() bool {
+		return connMetric(t, srv, "jobplane_connections_closed_total", "reason", "too_many_connections") == 1
+	})
+	if err := validateOn(newConn(t, srv), b); err != nil {
+		t.Errorf("team-b beside team-a's connections: %v", err)
+	}
+	for range 3 {
+		if err := validateOn(newConn(t, srv), "executor"); err != nil {
+			t.Errorf("the system level's connections are not bounded: %v", err)
+		}
+	}
+	first.Close()
+	waitFor(t, "a new connection of team-a served once one is closed", func() bool {
+		return validateOn(newConn(t, srv), a3) == nil
+	})
+}
+
+// A connection no call of which is authenticated is closed after the
+// first-call timeout; one whose caller is known stays open.
+func TestASilentConnectionIsClosed(t *testing.T) {
+	srv := connsServer(t, func(c *grpcserver.Config) { c.FirstCallTimeout = 300 * time.Millisecond }, "alice")
+	calling := newConn(t, srv)
+	if err := validateOn(calling, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	silent, err := net.Dial("tcp", srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	silent.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := silent.Read(make([]byte, 1<<10)); err == nil {
+		// The server's HTTP/2 settings come first, then its close.
+		for err == nil {
+			_, err = silent.Read(make([]byte, 1<<10))
+		}
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the silent connection was not closed")
+	}
+	if err := validateOn(calling, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if got := connMetric(t, srv, "jobplane_connections_closed_total", "reason", "first_call_timeout"); got != 1 {
+		t.Errorf("%v connections closed for want of a call, want 1 (the silent one)", got)
+	}
+	if got := connMetric(t, srv, "jobplane_connections_open", "state", "identified"); got != 1 {
+		t.Errorf("%v connections identified, want 1", got)
+	}
+}
+
+// Connections that never call cannot lock out a client that calls as it
+// connects: beyond their bound, the oldest is closed for the newest.
+func TestAFloodOfConnectionsLeavesRoomForACaller(t *testing.T) {
+	const bound = 16
+	srv := connsServer(t, func(c *grpcserver.Config) { c.MaxUnidentifiedConns = bound }, "alice")
+	ctx, stop := context.WithCancel(context.Background())
+	var flood sync.WaitGroup
+	flood.Go(func() {
+		var open []net.Conn
+		defer func() {
+			for _, c := range open {
+				c.Close()
+			}
+		}()
+		for ctx.Err() == nil {
+			c, err := net.Dial("tcp", srv.Addr)
+			if err != nil {
+				continue
+			}
+			open = append(open, c)
+			time.Sleep(time.Millisecond)
+		}
+	})
+	waitFor(t, "the flood over its bound", func() bool {
+		return connMetric(t, srv, "jobplane_connections_closed_total", "reason", "unidentified_evicted") > bound
+	})
+	for i := range 10 {
+		if err := validateOn(newConn(t, srv), "alice"); err != nil {
+			t.Errorf("call %d during the flood: %v", i, err)
+		}
+	}
+	stop()
+	flood.Wait()
+	if got := connMetric(t, srv, "jobplane_connections_open", "state", "unidentified"); got > bound {
+		t.Errorf("%v unidentified connections open, bound %d", got, bound)
+	}
+}
+
+// A connection has at most so many calls open at once: the server sees no
+// more of them, while another connection's calls still arrive.
+func TestAConnectionsCallsAreBounded(t *testing.T) {
+	srv, g := admissionServer(t, func(c *grpcserver.Config) { c.MaxStreamsPerConn = 3 }, "flooder", "quiet")
+	conn := newConn(t, srv)
+	for range 6 {
+		go func() { _ = validateOn(conn, "flooder") }()
+	}
+	<-g.entered
+	waitFor(t, "two of the connection's calls queued", func() bool { return waiting(t, srv, "workload") == 2 })
+	go func() { _ = validate(srv, "quiet", nil) }()
+	waitFor(t, "another connection's call queued", func() bool { return waiting(t, srv, "workload") == 3 })
+	if got := waiting(t, srv, "workload"); got != 3 {
+		t.Errorf("%v calls queued, want 3: the first connection's 3 calls open less the one in flight, and the other's", got)
+	}
+}
