@@ -61,13 +61,15 @@ func JobToKube(j *jobplanev1.Job, decoding TemplateDecoding) (*batchv1.Job, erro
 	return out, nil
 }
 
-// JobFromKube converts a Job.
+// JobFromKube converts a Job, its strings made UTF-8 (utf8.go).
 func JobFromKube(j *batchv1.Job) (*jobplanev1.Job, error) {
 	template, err := PodTemplateFromKube(&j.Spec.Template)
 	if err != nil {
 		return nil, err
 	}
-	return jobFromKube(j, template), nil
+	out := jobFromKube(j, template)
+	validUTF8(out.ProtoReflect())
+	return out, nil
 }
 
 // JobWithRestartPolicyFromKube converts a Job, of whose template spec it

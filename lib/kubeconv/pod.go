@@ -149,10 +149,15 @@ func (c *KubePodConverter) containerStatusesToKube(cs []*jobplanev1.ContainerSta
 	return out
 }
 
-// PodFromKube converts a pod to the contract, keeping what it models.
+// PodFromKube converts a pod to the contract, keeping what it models, its
+// strings made UTF-8 (utf8.go).
 func PodFromKube(p *corev1.Pod) *jobplanev1.Pod {
 	c := PodConverter{Labels: true, copyShared: true}
-	return c.FromKube(p)
+	out := c.FromKube(p)
+	if !podUTF8(out) {
+		validUTF8(out.ProtoReflect())
+	}
+	return out
 }
 
 // PodFromKubeWithoutLabels is PodFromKube leaving the pod's labels out.

@@ -61,6 +61,12 @@ const (
 // checks the namespace (a DNS label) and name (a DNS subdomain) first:
 // INVALID_ARGUMENT with a field violation.
 //
+// Every string of an answer is UTF-8, as protobuf requires. A Job or pod
+// stored with one that is not (the API server accepts such an annotation's
+// value sent as protobuf) is answered as the API server's JSON shows it:
+// each invalid sequence replaced by U+FFFD. The Job runs with its bytes as
+// they are.
+//
 // The control loop is the v1.36 Job controller's, with these differences:
 // a plan stops at its first failed action, so after a refused pod creation
 // or deletion the status of that sync is written by the next sync (retried
@@ -289,6 +295,12 @@ func (c *executorServiceClient) DeleteJob(ctx context.Context, in *DeleteJobRequ
 // Job's sync, and never listed by GetJob. Every RPC that names an object
 // checks the namespace (a DNS label) and name (a DNS subdomain) first:
 // INVALID_ARGUMENT with a field violation.
+//
+// Every string of an answer is UTF-8, as protobuf requires. A Job or pod
+// stored with one that is not (the API server accepts such an annotation's
+// value sent as protobuf) is answered as the API server's JSON shows it:
+// each invalid sequence replaced by U+FFFD. The Job runs with its bytes as
+// they are.
 //
 // The control loop is the v1.36 Job controller's, with these differences:
 // a plan stops at its first failed action, so after a refused pod creation

@@ -1,0 +1,175 @@
+package kubeconv
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+)
+
+// A Kubernetes object read as protobuf (the executor's content type) may
+// hold strings that are not UTF-8, which the API server accepts in an
+// annotation's value or a condition's message. The contract's strings must
+// be UTF-8: a client decoding with protobuf-go refuses an answer holding
+// one, so one tenant's Job would break another caller's list or watch of
+// every namespace. Answers therefore show such strings as the API server's
+// JSON shows them, each invalid byte sequence replaced by U+FFFD.
+// (Between jobplane's own services the bytes pass as they are: their codec
+// checks none, so a Job runs as under the built-in controller.)
+
+// replacementChar is what JSON encoding writes for an invalid sequence.
+const replacementChar = "\uFFFD"
+
+var structName = (&structpb.Struct{}).ProtoReflect().Descriptor().FullName()
+
+// validUTF8 replaces, in m and the messages it holds, the strings that are
+// not UTF-8, as JSON encoding does. Lists and maps holding one are replaced
+// by copies, never changed in place: they may be an informer's. Structs are
+// left alone: they come from JSON (PodTemplateFromKube), valid already.
+func validUTF8(m protoreflect.Message) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsMap():
+			validMapUTF8(m, fd, v.Map())
+		case fd.IsList():
+			validListUTF8(m, fd, v.List())
+		case fd.Kind() == protoreflect.StringKind:
+			if s := v.String(); !utf8.ValidString(s) {
+				m.Set(fd, protoreflect.ValueOfString(strings.ToValidUTF8(s, replacementChar)))
+			}
+		case fd.Message() != nil && fd.Message().FullName() != structName:
+			validUTF8(v.Message())
+		}
+		return true
+	})
+}
+
+func validListUTF8(m protoreflect.Message, fd protoreflect.FieldDescriptor, list protoreflect.List) {
+	switch {
+	case fd.Kind() == protoreflect.StringKind:
+		for i := range list.Len() {
+			if !utf8.ValidString(list.Get(i).String()) {
+				m.Set(fd, validStrings(m.NewField(fd).List(), list))
+				return
+			}
+		}
+	case fd.Message() != nil && fd.Message().FullName() != structName:
+		for i := range list.Len() {
+			validUTF8(list.Get(i).Message())
+		}
+	}
+}
+
+// validStrings is out holding list's strings, made UTF-8.
+func validStrings(out, list protoreflect.List) protoreflect.Value {
+	for i := range list.Len() {
+		out.Append(protoreflect.ValueOfString(strings.ToValidUTF8(list.Get(i).String(), replacementChar)))
+	}
+	return protoreflect.ValueOfList(out)
+}
+
+// validMapUTF8 handles the contract's maps: string keys, string or message
+// values.
+func validMapUTF8(m protoreflect.Message, fd protoreflect.FieldDescriptor, mp protoreflect.Map) {
+	value := fd.MapValue()
+	stringValues := value.Kind() == protoreflect.StringKind
+	invalid := false
+	mp.Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+		if fd.MapKey().Kind() == protoreflect.StringKind && !utf8.ValidString(k.String()) ||
+			stringValues && !utf8.ValidString(v.String()) {
+			invalid = true
+		} else if value.Message() != nil && value.Message().FullName() != structName {
+			validUTF8(v.Message())
+		}
+		return true
+	})
+	if !invalid {
+		return
+	}
+	out := m.NewField(fd).Map()
+	mp.Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+		if fd.MapKey().Kind() == protoreflect.StringKind {
+			k = protoreflect.ValueOfString(strings.ToValidUTF8(k.String(), replacementChar)).MapKey()
+		}
+		if stringValues {
+			v = protoreflect.ValueOfString(strings.ToValidUTF8(v.String(), replacementChar))
+		} else if value.Message() != nil && value.Message().FullName() != structName {
+			validUTF8(v.Message())
+		}
+		out.Set(k, v)
+		return true
+	})
+	m.Set(fd, protoreflect.ValueOfMap(out))
+}
+
+// podUTF8 says whether every string of p is UTF-8: the check a pod's
+// conversion pays, without reflection (validUTF8 costs three conversions).
+// TestPodUTF8SeesEveryString holds it to the contract's Pod.
+func podUTF8(p *jobplanev1.Pod) bool {
+	spec, status := p.GetSpec(), p.GetStatus()
+	if !allUTF8(p.GetApiVersion(), p.GetKind(), spec.GetNodeName(), spec.GetRestartPolicy(),
+		status.GetPhase(), status.GetMessage(), status.GetReason()) || !metaUTF8(p.GetMetadata()) {
+		return false
+	}
+	for _, c := range spec.GetContainers() {
+		if !allUTF8(c.GetName(), c.GetRestartPolicy()) {
+			return false
+		}
+	}
+	for _, c := range spec.GetInitContainers() {
+		if !allUTF8(c.GetName(), c.GetRestartPolicy()) {
+			return false
+		}
+	}
+	for _, c := range status.GetConditions() {
+		if !allUTF8(c.GetType(), c.GetStatus(), c.GetReason(), c.GetMessage()) {
+			return false
+		}
+	}
+	return containerStatusesUTF8(status.GetContainerStatuses()) && containerStatusesUTF8(status.GetInitContainerStatuses())
+}
+
+func containerStatusesUTF8(statuses []*jobplanev1.ContainerStatus) bool {
+	for _, s := range statuses {
+		state := s.GetState()
+		if !allUTF8(s.GetName(), state.GetWaiting().GetReason(), state.GetWaiting().GetMessage(),
+			state.GetTerminated().GetReason(), state.GetTerminated().GetMessage(), state.GetTerminated().GetContainerId()) {
+			return false
+		}
+	}
+	return true
+}
+
+func metaUTF8(m *jobplanev1.ObjectMeta) bool {
+	if !allUTF8(m.GetName(), m.GetGenerateName(), m.GetNamespace(), m.GetUid(), m.GetResourceVersion()) ||
+		!mapUTF8(m.GetLabels()) || !mapUTF8(m.GetAnnotations()) || !allUTF8(m.GetFinalizers()...) {
+		return false
+	}
+	for _, r := range m.GetOwnerReferences() {
+		if !allUTF8(r.GetApiVersion(), r.GetKind(), r.GetName(), r.GetUid()) {
+			return false
+		}
+	}
+	return true
+}
+
+func mapUTF8(m map[string]string) bool {
+	for k, v := range m {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func allUTF8(s ...string) bool {
+	for _, x := range s {
+		if !utf8.ValidString(x) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,96 @@
+package kubeconv
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+)
+
+// podUTF8 sees a string that is not UTF-8 wherever the contract's Pod has
+// one: each string field, list element, map key and map value, set alone.
+func TestPodUTF8SeesEveryString(t *testing.T) {
+	paths := stringPaths((&jobplanev1.Pod{}).ProtoReflect().Descriptor(), nil, map[protoreflect.FullName]bool{})
+	if len(paths) < 30 {
+		t.Fatalf("found %d strings in the Pod: the walk is broken", len(paths))
+	}
+	for _, path := range paths {
+		pod := &jobplanev1.Pod{}
+		setInvalid(pod.ProtoReflect(), path)
+		if podUTF8(pod) {
+			t.Errorf("podUTF8 misses %v", path)
+		}
+		validUTF8(pod.ProtoReflect())
+		if !podUTF8(pod) {
+			t.Errorf("validUTF8 left %v invalid", path)
+		}
+	}
+}
+
+// step is one step of a path to a string: a field, and for a map whether
+// the string is its key.
+type step struct {
+	field protoreflect.FieldDescriptor
+	key   bool
+}
+
+func (s step) String() string {
+	if s.key {
+		return string(s.field.Name()) + "(key)"
+	}
+	return string(s.field.Name())
+}
+
+// stringPaths are the paths to every string under md.
+func stringPaths(md protoreflect.MessageDescriptor, prefix []step, seen map[protoreflect.FullName]bool) [][]step {
+	if seen[md.FullName()] {
+		return nil
+	}
+	seen[md.FullName()] = true
+	defer delete(seen, md.FullName())
+	var out [][]step
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		at := append(append([]step(nil), prefix...), step{field: fd})
+		switch {
+		case fd.IsMap():
+			out = append(out, append(append([]step(nil), prefix...), step{field: fd, key: true}), at)
+		case fd.Kind() == protoreflect.StringKind:
+			out = append(out, at)
+		case fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() != structName:
+			out = append(out, stringPaths(fd.Message(), at, seen)...)
+		}
+	}
+	return out
+}
+
+// setInvalid sets the string at path to one that is not UTF-8, making the
+// messages and lists on the way.
+func setInvalid(m protoreflect.Message, path []step) {
+	const bad = "\xff"
+	s := path[0]
+	fd := s.field
+	switch {
+	case fd.IsMap():
+		key, value := "k", protoreflect.ValueOfString("v")
+		if s.key {
+			key = bad
+		} else {
+			value = protoreflect.ValueOfString(bad)
+		}
+		m.Mutable(fd).Map().Set(protoreflect.ValueOfString(key).MapKey(), value)
+	case fd.IsList() && fd.Kind() == protoreflect.StringKind:
+		m.Mutable(fd).List().Append(protoreflect.ValueOfString(bad))
+	case fd.IsList():
+		list := m.Mutable(fd).List()
+		elem := list.NewElement()
+		setInvalid(elem.Message(), path[1:])
+		list.Append(elem)
+	case fd.Kind() == protoreflect.StringKind:
+		m.Set(fd, protoreflect.ValueOfString(bad))
+	default:
+		setInvalid(m.Mutable(fd).Message(), path[1:])
+	}
+}
