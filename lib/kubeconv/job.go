@@ -61,15 +61,13 @@ func JobToKube(j *jobplanev1.Job, decoding TemplateDecoding) (*batchv1.Job, erro
 	return out, nil
 }
 
-// JobFromKube converts a Job, its strings made UTF-8 (utf8.go).
+// JobFromKube converts a Job.
 func JobFromKube(j *batchv1.Job) (*jobplanev1.Job, error) {
 	template, err := PodTemplateFromKube(&j.Spec.Template)
 	if err != nil {
 		return nil, err
 	}
-	out := jobFromKube(j, template)
-	validUTF8(out.ProtoReflect())
-	return out, nil
+	return jobFromKube(j, template), nil
 }
 
 // JobWithRestartPolicyFromKube converts a Job, of whose template spec it
@@ -88,10 +86,11 @@ func JobWithRestartPolicyFromKube(j *batchv1.Job) *jobplanev1.Job {
 	return jobFromKube(j, template)
 }
 
-// jobFromKube converts a Job with its template converted already.
+// jobFromKube converts a Job with its template converted already, its
+// strings made UTF-8 (utf8.go).
 func jobFromKube(j *batchv1.Job, template *jobplanev1.PodTemplateSpec) *jobplanev1.Job {
 	spec := &j.Spec
-	return &jobplanev1.Job{
+	out := &jobplanev1.Job{
 		ApiVersion: j.APIVersion,
 		Kind:       j.Kind,
 		Metadata:   ObjectMetaFromKube(&j.ObjectMeta),
@@ -115,6 +114,10 @@ func jobFromKube(j *batchv1.Job, template *jobplanev1.PodTemplateSpec) *jobplane
 		},
 		Status: JobStatusFromKube(&j.Status),
 	}
+	if !jobUTF8(out) {
+		validUTF8(out.ProtoReflect())
+	}
+	return out
 }
 
 // PodTemplateToKube converts a pod template.

@@ -149,15 +149,10 @@ func (c *KubePodConverter) containerStatusesToKube(cs []*jobplanev1.ContainerSta
 	return out
 }
 
-// PodFromKube converts a pod to the contract, keeping what it models, its
-// strings made UTF-8 (utf8.go).
+// PodFromKube converts a pod to the contract, keeping what it models.
 func PodFromKube(p *corev1.Pod) *jobplanev1.Pod {
 	c := PodConverter{Labels: true, copyShared: true}
-	out := c.FromKube(p)
-	if !podUTF8(out) {
-		validUTF8(out.ProtoReflect())
-	}
-	return out
+	return c.FromKube(p)
 }
 
 // PodFromKubeWithoutLabels is PodFromKube leaving the pod's labels out.
@@ -249,6 +244,9 @@ func (c *PodConverter) FromKube(p *corev1.Pod) *jobplanev1.Pod {
 		cond.LastTransitionTime = c.timeFromKube(&in.LastTransitionTime)
 		cond.Reason, cond.Message = in.Reason, in.Message
 		out.Status.Conditions[i] = cond
+	}
+	if !podUTF8(out) {
+		validUTF8(out.ProtoReflect())
 	}
 	return out
 }

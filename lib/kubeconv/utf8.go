@@ -13,12 +13,13 @@ import (
 // A Kubernetes object read as protobuf (the executor's content type) may
 // hold strings that are not UTF-8, which the API server accepts in an
 // annotation's value or a condition's message. The contract's strings must
-// be UTF-8: a client decoding with protobuf-go refuses an answer holding
-// one, so one tenant's Job would break another caller's list or watch of
-// every namespace. Answers therefore show such strings as the API server's
-// JSON shows them, each invalid byte sequence replaced by U+FFFD.
-// (Between jobplane's own services the bytes pass as they are: their codec
-// checks none, so a Job runs as under the built-in controller.)
+// be UTF-8: the codec refuses a message holding one, as protobuf-go does, so
+// one tenant's Job would fail the executor's stream of plans, shared by
+// every tenant's Jobs, and another caller's list or watch of every
+// namespace. The conversions therefore give such strings as the API
+// server's JSON shows them, each invalid sequence replaced by U+FFFD
+// (podwire writes pods the same way). The pods the executor creates come
+// from the Job's own template, its bytes as they are.
 
 // replacementChar is what JSON encoding writes for an invalid sequence.
 const replacementChar = "\uFFFD"
@@ -137,6 +138,48 @@ func containerStatusesUTF8(statuses []*jobplanev1.ContainerStatus) bool {
 		state := s.GetState()
 		if !allUTF8(s.GetName(), state.GetWaiting().GetReason(), state.GetWaiting().GetMessage(),
 			state.GetTerminated().GetReason(), state.GetTerminated().GetMessage(), state.GetTerminated().GetContainerId()) {
+			return false
+		}
+	}
+	return true
+}
+
+// jobUTF8 says whether every string of j, its template's spec aside (a
+// Struct), is UTF-8: podUTF8's check for a Job.
+func jobUTF8(j *jobplanev1.Job) bool {
+	spec, status := j.GetSpec(), j.GetStatus()
+	if !allUTF8(j.GetApiVersion(), j.GetKind(), spec.GetCompletionMode(), spec.GetPodReplacementPolicy(), spec.GetManagedBy(),
+		status.GetCompletedIndexes(), status.GetFailedIndexes()) ||
+		!metaUTF8(j.GetMetadata()) || !metaUTF8(spec.GetTemplate().GetMetadata()) ||
+		!allUTF8(status.GetUncountedTerminatedPods().GetSucceeded()...) || !allUTF8(status.GetUncountedTerminatedPods().GetFailed()...) {
+		return false
+	}
+	for _, r := range spec.GetPodFailurePolicy().GetRules() {
+		if !allUTF8(r.GetAction(), r.GetOnExitCodes().GetContainerName(), r.GetOnExitCodes().GetOperator()) {
+			return false
+		}
+		for _, c := range r.GetOnPodConditions() {
+			if !allUTF8(c.GetType(), c.GetStatus()) {
+				return false
+			}
+		}
+	}
+	for _, r := range spec.GetSuccessPolicy().GetRules() {
+		if !allUTF8(r.GetSucceededIndexes()) {
+			return false
+		}
+	}
+	selector := spec.GetSelector()
+	if !mapUTF8(selector.GetMatchLabels()) {
+		return false
+	}
+	for _, e := range selector.GetMatchExpressions() {
+		if !allUTF8(e.GetKey(), e.GetOperator()) || !allUTF8(e.GetValues()...) {
+			return false
+		}
+	}
+	for _, c := range status.GetConditions() {
+		if !allUTF8(c.GetType(), c.GetStatus(), c.GetReason(), c.GetMessage()) {
 			return false
 		}
 	}

@@ -3,26 +3,39 @@ package kubeconv
 import (
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 )
 
-// podUTF8 sees a string that is not UTF-8 wherever the contract's Pod has
-// one: each string field, list element, map key and map value, set alone.
-func TestPodUTF8SeesEveryString(t *testing.T) {
-	paths := stringPaths((&jobplanev1.Pod{}).ProtoReflect().Descriptor(), nil, map[protoreflect.FullName]bool{})
+// podUTF8 and jobUTF8 see a string that is not UTF-8 wherever the
+// contract's Pod and Job have one (a Struct aside): each string field, list
+// element, map key and map value, set alone; validUTF8 mends each.
+func TestTheChecksOfUTF8SeeEveryString(t *testing.T) {
+	t.Run("Pod", func(t *testing.T) {
+		seesEveryString(t, func() proto.Message { return &jobplanev1.Pod{} },
+			func(m proto.Message) bool { return podUTF8(m.(*jobplanev1.Pod)) })
+	})
+	t.Run("Job", func(t *testing.T) {
+		seesEveryString(t, func() proto.Message { return &jobplanev1.Job{} },
+			func(m proto.Message) bool { return jobUTF8(m.(*jobplanev1.Job)) })
+	})
+}
+
+func seesEveryString(t *testing.T, empty func() proto.Message, valid func(proto.Message) bool) {
+	paths := stringPaths(empty().ProtoReflect().Descriptor(), nil, map[protoreflect.FullName]bool{})
 	if len(paths) < 30 {
-		t.Fatalf("found %d strings in the Pod: the walk is broken", len(paths))
+		t.Fatalf("found %d strings: the walk is broken", len(paths))
 	}
 	for _, path := range paths {
-		pod := &jobplanev1.Pod{}
-		setInvalid(pod.ProtoReflect(), path)
-		if podUTF8(pod) {
-			t.Errorf("podUTF8 misses %v", path)
+		m := empty()
+		setInvalid(m.ProtoReflect(), path)
+		if valid(m) {
+			t.Errorf("the check misses %v", path)
 		}
-		validUTF8(pod.ProtoReflect())
-		if !podUTF8(pod) {
+		validUTF8(m.ProtoReflect())
+		if !valid(m) {
 			t.Errorf("validUTF8 left %v invalid", path)
 		}
 	}

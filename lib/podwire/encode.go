@@ -2,6 +2,8 @@ package podwire
 
 import (
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
@@ -51,7 +53,21 @@ func appendString(b []byte, num protowire.Number, s string) []byte {
 	if s == "" {
 		return b
 	}
-	return protowire.AppendString(protowire.AppendTag(b, num, protowire.BytesType), s)
+	return appendUTF8(protowire.AppendTag(b, num, protowire.BytesType), s)
+}
+
+// appendUTF8 appends s, length first, as UTF-8: an invalid sequence (the
+// API server keeps an annotation's bytes as a protobuf client sent them)
+// is written as JSON writes it, U+FFFD, as kubeconv converts it.
+func appendUTF8(b []byte, s string) []byte {
+	return protowire.AppendString(b, validUTF8(s))
+}
+
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // appendVarint appends a proto3 integer or bool field, left out when 0.
@@ -109,7 +125,7 @@ func appendObjectMeta(b []byte, m *metav1.ObjectMeta, labels bool) []byte {
 		})
 	}
 	for _, f := range m.Finalizers { // a list's empty strings are written
-		b = protowire.AppendString(protowire.AppendTag(b, metaFinalizers, protowire.BytesType), f)
+		b = appendUTF8(protowire.AppendTag(b, metaFinalizers, protowire.BytesType), f)
 	}
 	b = appendTime(b, metaCreationTimestamp, &m.CreationTimestamp)
 	b = appendTime(b, metaDeletionTimestamp, m.DeletionTimestamp)
@@ -128,12 +144,15 @@ func appendMap(b []byte, num protowire.Number, m map[string]string) []byte {
 	var inline [8]string
 	keys := inline[:0]
 	for k := range m {
+		if !utf8.ValidString(k) {
+			return appendMap(b, num, validKeys(m))
+		}
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
 		b = protowire.AppendTag(b, num, protowire.BytesType)
-		v := m[k]
+		v := validUTF8(m[k])
 		n := protowire.SizeTag(mapKey) + protowire.SizeBytes(len(k)) + protowire.SizeTag(mapValue) + protowire.SizeBytes(len(v))
 		b = protowire.AppendVarint(b, uint64(n))
 		b = protowire.AppendString(protowire.AppendTag(b, mapKey, protowire.BytesType), k)
@@ -142,13 +161,23 @@ func appendMap(b []byte, num protowire.Number, m map[string]string) []byte {
 	return b
 }
 
+// validKeys is m with its keys made UTF-8, so that they sort as the
+// converted message's do.
+func validKeys(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[validUTF8(k)] = v
+	}
+	return out
+}
+
 func appendContainers(b []byte, num protowire.Number, cs []corev1.Container) []byte {
 	for i := range cs {
 		c := &cs[i]
 		b = appendMessage(b, num, func(b []byte) []byte {
 			b = appendString(b, containerName, c.Name)
 			if c.RestartPolicy != nil {
-				b = protowire.AppendString(protowire.AppendTag(b, containerRestartPolicy, protowire.BytesType), string(*c.RestartPolicy))
+				b = appendUTF8(protowire.AppendTag(b, containerRestartPolicy, protowire.BytesType), string(*c.RestartPolicy))
 			}
 			return b
 		})

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -71,6 +72,33 @@ func TestAppendPodIsTheMessagesEncoding(t *testing.T) {
 	}
 	checkAppendPod(t, odd)
 	checkAppendPod(t, &corev1.Pod{})
+	checkAppendPod(t, notUTF8Pod("\xff", "caf\xc3\x28"))
+}
+
+// notUTF8Pod is a pod whose strings are bad or worse, neither UTF-8 (the
+// API server keeps such an annotation's bytes from a protobuf client): they
+// are written as the converted message holds them, U+FFFD for each invalid
+// sequence, map keys in the order of what is written.
+func notUTF8Pod(bad, worse string) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: bad, Kind: worse},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: bad, GenerateName: worse, Namespace: bad, UID: "u" + ktypes.UID(worse), ResourceVersion: bad, Finalizers: []string{bad, "f", worse},
+			Labels:          map[string]string{"a" + bad: worse, "a\u00e9": bad, "b": "ok"},
+			Annotations:     map[string]string{bad: bad},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: bad, Kind: worse, Name: bad, UID: "x" + ktypes.UID(bad)}},
+		},
+		Spec: corev1.PodSpec{NodeName: bad, RestartPolicy: corev1.RestartPolicy(worse),
+			Containers: []corev1.Container{{Name: bad, RestartPolicy: ptr.To(corev1.ContainerRestartPolicy(worse))}}},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodPhase(bad), Message: worse, Reason: bad,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodConditionType(bad), Status: corev1.ConditionStatus(worse), Reason: bad, Message: worse}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: worse, State: corev1.ContainerState{
+				Waiting:    &corev1.ContainerStateWaiting{Reason: bad, Message: worse},
+				Terminated: &corev1.ContainerStateTerminated{Reason: worse, Message: bad, ContainerID: worse},
+			}}},
+		},
+	}
 }
 
 // FuzzAppendPod: every pod the contract can carry (decoded from arbitrary

@@ -36,12 +36,17 @@ import (
 	"github.com/jobplane/jobplane/services/executor/internal/svc"
 )
 
-const managedBy = "jobplane.dev/executor"
+const (
+	managedBy           = "jobplane.dev/executor"
+	protobufContentType = "application/vnd.kubernetes.protobuf"
+)
 
 // env is an apiserver, a planner, a running controller and the executor's
 // gRPC API in front of it.
 type env struct {
 	client kubernetes.Interface
+	// config reaches the API server as its administrator.
+	config *rest.Config
 	// requests records the API requests of the controller.
 	requests *requestLog
 	ctrl     *controller.Controller
@@ -120,6 +125,8 @@ func startWith(t *testing.T, o options) *env {
 	log := &requestLog{}
 	cfg := rest.CopyConfig(api.Config)
 	cfg.Wrap(log.RoundTrip)
+	// As the executor's main: built-in types read and written as protobuf.
+	cfg.ContentType, cfg.AcceptContentTypes = protobufContentType, protobufContentType+",application/json"
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +165,7 @@ func startWith(t *testing.T, o options) *env {
 			ManagedBy: managedBy, Log: slog.New(slog.DiscardHandler),
 		}))
 	})
-	return &env{client: api.Client, requests: log, ctrl: ctrl, api: jobplanev1.NewExecutorServiceClient(srv.Conn)}
+	return &env{client: api.Client, config: api.Config, requests: log, ctrl: ctrl, api: jobplanev1.NewExecutorServiceClient(srv.Conn)}
 }
 
 func namespace(t *testing.T, client kubernetes.Interface, name string) {
