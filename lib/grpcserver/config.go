@@ -51,6 +51,10 @@ type Config struct {
 	// authenticated yet; the oldest is closed to make room for a new one
 	// (flag -max-unidentified-connections).
 	MaxUnidentifiedConns int
+	// MaxMetricsConns bounds the metrics port's connections; the oldest
+	// not serving a request is closed to make room for a new one (flag
+	// -max-metrics-connections).
+	MaxMetricsConns int
 	// FirstCallTimeout closes a connection none of whose calls is
 	// authenticated within it (flag -first-call-timeout).
 	FirstCallTimeout time.Duration
@@ -122,6 +126,7 @@ func Defaults(addr, metricsAddr string) Config {
 		MaxStreamsPerConn:    100,
 		MaxConnsPerCaller:    64,
 		MaxUnidentifiedConns: 256,
+		MaxMetricsConns:      64,
 		FirstCallTimeout:     30 * time.Second,
 		KeepaliveMinTime:     10 * time.Second,
 		KeepaliveTime:        2 * time.Minute,
@@ -146,6 +151,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxStreamsPerConn, "max-concurrent-streams-per-connection", c.MaxStreamsPerConn, "calls open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); a client queues more itself")
 	fs.IntVar(&c.MaxConnsPerCaller, "max-connections-per-caller", c.MaxConnsPerCaller, "connections one caller (a ServiceAccount's namespace, any other user) keeps open; a call on one more is refused (RESOURCE_EXHAUSTED) and its connection closed; the -system-users are not bounded")
 	fs.IntVar(&c.MaxUnidentifiedConns, "max-unidentified-connections", c.MaxUnidentifiedConns, "connections no call of which is authenticated yet; the oldest is closed to make room for a new one")
+	fs.IntVar(&c.MaxMetricsConns, "max-metrics-connections", c.MaxMetricsConns, "connections to the metrics port (/metrics, /healthz, /readyz); the oldest not serving a request is closed to make room for a new one")
 	fs.DurationVar(&c.FirstCallTimeout, "first-call-timeout", c.FirstCallTimeout, "close a connection no call of which is authenticated within this")
 	fs.DurationVar(&c.KeepaliveMinTime, "keepalive-min-time", c.KeepaliveMinTime, "clients pinging more often are disconnected")
 	fs.DurationVar(&c.KeepaliveTime, "keepalive-time", c.KeepaliveTime, "ping connections idle this long")
@@ -220,6 +226,7 @@ func (c Config) Validate() error {
 		{"max-concurrent-streams-per-connection", c.MaxStreamsPerConn},
 		{"max-connections-per-caller", c.MaxConnsPerCaller},
 		{"max-unidentified-connections", c.MaxUnidentifiedConns},
+		{"max-metrics-connections", c.MaxMetricsConns},
 	} {
 		if n.value <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %d", n.name, n.value))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -254,4 +255,63 @@ func newConnMetrics(reg prometheus.Registerer) *connMetrics {
 func gateOf(ctx context.Context) *gatedConn {
 	ref, _ := ctx.Value(connKey{}).(connRef)
 	return ref.gated
+}
+
+// httpConns bounds the metrics port's connections: at most max, a new one
+// beyond closing the oldest that is not serving a request, so that a flood
+// of connections cannot lock out the kubelet's probes or a scrape (each
+// connects, asks and is answered at once). A connection that sends no
+// request is closed by the server's header timeout anyway.
+type httpConns struct {
+	max int
+
+	mu     sync.Mutex
+	order  list.List // of net.Conn, oldest first
+	byConn map[net.Conn]*list.Element
+	active map[net.Conn]bool
+}
+
+func newHTTPConns(max int) *httpConns {
+	return &httpConns{max: max, byConn: map[net.Conn]*list.Element{}, active: map[net.Conn]bool{}}
+}
+
+// track is the server's ConnState hook.
+func (h *httpConns) track(c net.Conn, state http.ConnState) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch state {
+	case http.StateNew:
+		h.byConn[c] = h.order.PushBack(c)
+		if h.order.Len() > h.max {
+			h.closeOldestIdle()
+		}
+	case http.StateActive:
+		h.active[c] = true
+	case http.StateIdle:
+		delete(h.active, c)
+	case http.StateClosed, http.StateHijacked:
+		h.forget(c)
+	}
+}
+
+// closeOldestIdle closes the oldest connection not serving a request, if
+// any: the newest is never among them (it has not asked yet, but it is the
+// one room is made for).
+func (h *httpConns) closeOldestIdle() {
+	for e := h.order.Front(); e != nil && e != h.order.Back(); e = e.Next() {
+		c := e.Value.(net.Conn)
+		if !h.active[c] {
+			h.forget(c)
+			go c.Close()
+			return
+		}
+	}
+}
+
+func (h *httpConns) forget(c net.Conn) {
+	if e, ok := h.byConn[c]; ok {
+		h.order.Remove(e)
+		delete(h.byConn, c)
+	}
+	delete(h.active, c)
 }

@@ -2,7 +2,10 @@ package grpcserver_test
 
 import (
 	"context"
+	"errors"
 	"net"
+	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -199,5 +202,39 @@ func TestAConnectionsCallsAreBounded(t *testing.T) {
 	waitFor(t, "another connection's call queued", func() bool { return waiting(t, srv, "workload") == 3 })
 	if got := waiting(t, srv, "workload"); got != 3 {
 		t.Errorf("%v calls queued, want 3: the first connection's 3 calls open less the one in flight, and the other's", got)
+	}
+}
+
+// The metrics port keeps at most so many connections, the oldest idle one
+// closed for a new one: a flood of connections leaves the probes served.
+func TestTheMetricsPortsConnectionsAreBounded(t *testing.T) {
+	const bound = 8
+	srv := connsServer(t, func(c *grpcserver.Config) { c.MaxMetricsConns = bound })
+	addr := strings.TrimPrefix(srv.MetricsURL, "http://")
+	var silent []net.Conn
+	for range 50 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		silent = append(silent, c)
+	}
+	for i := range 5 {
+		resp, err := http.Get(srv.MetricsURL + "/healthz")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("probe %d beside the flood: %v %v", i, resp, err)
+		}
+		resp.Body.Close()
+	}
+	open := 0
+	for _, c := range silent {
+		c.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); errors.Is(err, os.ErrDeadlineExceeded) {
+			open++
+		}
+	}
+	if open > bound {
+		t.Errorf("%d of the flood's connections open, bound %d", open, bound)
 	}
 }

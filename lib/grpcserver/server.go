@@ -437,7 +437,8 @@ func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error 
 	go func() { errc <- s.grpc.Serve(s.conns.listener(lis)) }()
 	var httpSrv *http.Server
 	if metricsLis != nil {
-		httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		httpSrv = &http.Server{Handler: s.httpHandler(), ConnState: newHTTPConns(s.cfg.MaxMetricsConns).track,
+			ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 		go func() {
 			if err := httpSrv.Serve(metricsLis); !errors.Is(err, http.ErrServerClosed) {
