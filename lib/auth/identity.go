@@ -55,20 +55,21 @@ func (id *Identity) IsAnonymous() bool {
 // system:serviceaccount:<namespace>:<name>.
 const serviceAccountPrefix = "system:serviceaccount:"
 
-// Tenant is whom id's calls are shared out to: a ServiceAccount's namespace,
-// named as the group of its accounts (system:serviceaccounts:<namespace>),
-// so that more accounts in one namespace buy no larger share; any other
-// user is a tenant of its own.
+// Tenant is whom id's calls are shared out to: a ServiceAccount's
+// namespace ("namespace:<namespace>"), so that more accounts in one
+// namespace buy no larger share; any other user is a tenant of its own
+// ("user:<name>"). The prefixes keep a user from naming himself into a
+// namespace's share.
 func (id *Identity) Tenant() string {
 	rest, ok := strings.CutPrefix(id.User, serviceAccountPrefix)
 	if !ok {
-		return id.User
+		return "user:" + id.User
 	}
 	namespace, name, ok := strings.Cut(rest, ":")
 	if !ok || namespace == "" || name == "" {
-		return id.User
+		return "user:" + id.User
 	}
-	return "system:serviceaccounts:" + namespace
+	return "namespace:" + namespace
 }
 
 type identityKey struct{}

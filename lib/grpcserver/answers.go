@@ -101,4 +101,12 @@ func (t *connTracker) HandleConn(ctx context.Context, s stats.ConnStats) {
 }
 
 func (t *connTracker) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
-func (t *connTracker) HandleRPC(context.Context, stats.RPCStats)                       {}
+
+func (t *connTracker) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	switch s.(type) {
+	case *stats.Begin:
+		t.gate.callBegan(gateOf(ctx))
+	case *stats.End:
+		t.gate.callEnded(gateOf(ctx))
+	}
+}

@@ -52,11 +52,13 @@ type Config struct {
 	// (flag -max-unidentified-connections).
 	MaxUnidentifiedConns int
 	// MaxMetricsConns bounds the metrics port's connections; the oldest
-	// not serving a request is closed to make room for a new one (flag
+	// not serving a request is closed to make room for a new one, and
+	// there are more only while all serve one (flag
 	// -max-metrics-connections).
 	MaxMetricsConns int
 	// FirstCallTimeout closes a connection none of whose calls is
-	// authenticated within it (flag -first-call-timeout).
+	// authenticated within it, once none is open (flag
+	// -first-call-timeout).
 	FirstCallTimeout time.Duration
 	// KeepaliveMinTime: clients pinging more often than this are disconnected
 	// (flag -keepalive-min-time).
@@ -125,8 +127,8 @@ func Defaults(addr, metricsAddr string) Config {
 		// (8 seats, 64 queued, 16 streams).
 		MaxStreamsPerConn:    100,
 		MaxConnsPerCaller:    64,
-		MaxUnidentifiedConns: 256,
-		MaxMetricsConns:      64,
+		MaxUnidentifiedConns: 1024,
+		MaxMetricsConns:      256,
 		FirstCallTimeout:     30 * time.Second,
 		KeepaliveMinTime:     10 * time.Second,
 		KeepaliveTime:        2 * time.Minute,
@@ -152,7 +154,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConnsPerCaller, "max-connections-per-caller", c.MaxConnsPerCaller, "connections one caller (a ServiceAccount's namespace, any other user) keeps open; a call on one more is refused (RESOURCE_EXHAUSTED) and its connection closed; the -system-users are not bounded")
 	fs.IntVar(&c.MaxUnidentifiedConns, "max-unidentified-connections", c.MaxUnidentifiedConns, "connections no call of which is authenticated yet; the oldest is closed to make room for a new one")
 	fs.IntVar(&c.MaxMetricsConns, "max-metrics-connections", c.MaxMetricsConns, "connections to the metrics port (/metrics, /healthz, /readyz); the oldest not serving a request is closed to make room for a new one")
-	fs.DurationVar(&c.FirstCallTimeout, "first-call-timeout", c.FirstCallTimeout, "close a connection no call of which is authenticated within this")
+	fs.DurationVar(&c.FirstCallTimeout, "first-call-timeout", c.FirstCallTimeout, "close a connection no call of which is authenticated within this, once none is open (health checks)")
 	fs.DurationVar(&c.KeepaliveMinTime, "keepalive-min-time", c.KeepaliveMinTime, "clients pinging more often are disconnected")
 	fs.DurationVar(&c.KeepaliveTime, "keepalive-time", c.KeepaliveTime, "ping connections idle this long")
 	fs.DurationVar(&c.KeepaliveTimeout, "keepalive-timeout", c.KeepaliveTimeout, "close connections not answering a ping within this")

@@ -19,9 +19,11 @@ import (
 // number nor the transport's buffers of each grow without bound:
 //   - a connection is unidentified until one of its calls is authenticated;
 //     unidentified connections are at most so many, the oldest closed to make
-//     room for a new one (a flood of connections cannot lock out a client
-//     that calls at once, as clients do), and each is closed if no call is
-//     identified within the first-call timeout;
+//     room for a new one (a flood of connections locks out only a client
+//     whose first call takes longer to authenticate than the flood takes to
+//     open that many), and each is closed if no call is identified within
+//     the first-call timeout while none is open (health checks need no
+//     credentials);
 //   - an identified connection belongs to its first call's caller (a
 //     tenant); a caller keeps at most so many, and a call on one more is
 //     refused and its connection closed. The services' own identities (the
@@ -59,9 +61,12 @@ type gatedConn struct {
 	// identified is set once a call's caller is known: the calls after it
 	// pass without the gate's lock.
 	identified atomic.Bool
-	caller     string
-	refused    error
-	closed     bool
+	// calls are the calls open on it, identified or not (health checks,
+	// reflection): the first-call timeout spares a connection with one.
+	calls   atomic.Int32
+	caller  string
+	refused error
+	closed  bool
 }
 
 func newConnGate(cfg Config, reg prometheus.Registerer) *connGate {
@@ -102,10 +107,16 @@ func addrsOf(local, remote net.Addr) string {
 // connection when there are too many.
 func (g *connGate) accepted(c net.Conn) {
 	addrs := addrsOf(c.LocalAddr(), c.RemoteAddr())
+	if addrs == "" {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, shared := g.byAddrs[addrs]; shared || addrs == "" {
-		return
+	if stale := g.byAddrs[addrs]; stale != nil {
+		// Its addresses are c's now: it is dead (a failed handshake gives
+		// no end to follow).
+		g.closeLocked(stale, "stale")
+		delete(g.byAddrs, addrs)
 	}
 	gc := &gatedConn{conn: c, addrs: addrs}
 	g.byAddrs[addrs] = gc
@@ -172,12 +183,31 @@ func (g *connGate) leaveUnidentified(gc *gatedConn) {
 	g.metrics.open.WithLabelValues("unidentified").Dec()
 }
 
-// closeUnidentified closes gc if no call has identified it yet.
+// closeUnidentified closes gc if no call has identified it yet, unless a
+// call is open on it (a health check's watch): its time starts again.
 func (g *connGate) closeUnidentified(gc *gatedConn, reason string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if gc.waiting != nil {
-		g.closeLocked(gc, reason)
+	if gc.waiting == nil {
+		return
+	}
+	if gc.calls.Load() > 0 {
+		gc.timer.Reset(g.firstCall)
+		return
+	}
+	g.closeLocked(gc, reason)
+}
+
+// callBegan and callEnded count the calls open on gc.
+func (g *connGate) callBegan(gc *gatedConn) {
+	if gc != nil {
+		gc.calls.Add(1)
+	}
+}
+
+func (g *connGate) callEnded(gc *gatedConn) {
+	if gc != nil {
+		gc.calls.Add(-1)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -237,4 +238,28 @@ func TestTheMetricsPortsConnectionsAreBounded(t *testing.T) {
 	if open > bound {
 		t.Errorf("%d of the flood's connections open, bound %d", open, bound)
 	}
+}
+
+// A connection whose only call is a health check's watch (no credentials
+// needed) is not cut at the first-call timeout while the watch is open;
+// once it ends, the timeout applies.
+func TestAHealthWatchKeepsItsConnection(t *testing.T) {
+	srv := connsServer(t, func(c *grpcserver.Config) { c.FirstCallTimeout = 200 * time.Millisecond })
+	conn := newConn(t, srv)
+	ctx, stop := context.WithCancel(context.Background())
+	watch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watch.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond) // three timeouts
+	if got := connMetric(t, srv, "jobplane_connections_closed_total", "reason", "first_call_timeout"); got != 0 {
+		t.Fatalf("%v connections closed while their watch was open", got)
+	}
+	stop()
+	waitFor(t, "the connection closed once its watch ended", func() bool {
+		return connMetric(t, srv, "jobplane_connections_closed_total", "reason", "first_call_timeout") == 1
+	})
 }

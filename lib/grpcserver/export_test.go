@@ -1,5 +1,9 @@
 package grpcserver
 
+import "github.com/jobplane/jobplane/lib/auth"
+
 // AnswersHeld is the bytes of answers s holds unread, of all callers and
-// of flow.
-func AnswersHeld(s *Server, flow string) (all, flows int64) { return s.admission.AnswersHeld(flow) }
+// of user's flow (its tenant).
+func AnswersHeld(s *Server, user string) (all, users int64) {
+	return s.admission.AnswersHeld((&auth.Identity{User: user}).Tenant())
+}

@@ -1,6 +1,7 @@
 package kubeconv
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -27,9 +28,11 @@ const replacementChar = "\uFFFD"
 var structName = (&structpb.Struct{}).ProtoReflect().Descriptor().FullName()
 
 // validUTF8 replaces, in m and the messages it holds, the strings that are
-// not UTF-8, as JSON encoding does. Lists and maps holding one are replaced
-// by copies, never changed in place: they may be an informer's. Structs are
-// left alone: they come from JSON (PodTemplateFromKube), valid already.
+// not UTF-8, as JSON encoding does. Lists, maps and optional fields holding
+// one are replaced, never changed in place: they may be an informer's.
+// Structs are left alone: they come from JSON (PodTemplateFromKube), valid
+// already, or hold the restartPolicy alone, which the API server validates
+// (JobWithRestartPolicyFromKube).
 func validUTF8(m protoreflect.Message) {
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		switch {
@@ -39,6 +42,11 @@ func validUTF8(m protoreflect.Message) {
 			validListUTF8(m, fd, v.List())
 		case fd.Kind() == protoreflect.StringKind:
 			if s := v.String(); !utf8.ValidString(s) {
+				if fd.HasPresence() {
+					// Set would write through the field's pointer, which
+					// may be the Kubernetes object's.
+					m.Clear(fd)
+				}
 				m.Set(fd, protoreflect.ValueOfString(strings.ToValidUTF8(s, replacementChar)))
 			}
 		case fd.Message() != nil && fd.Message().FullName() != structName:
@@ -73,36 +81,36 @@ func validStrings(out, list protoreflect.List) protoreflect.Value {
 }
 
 // validMapUTF8 handles the contract's maps: string keys, string or message
-// values.
+// values. Keys that become one after their repair keep the value of the
+// last in byte order, whatever the map's order.
 func validMapUTF8(m protoreflect.Message, fd protoreflect.FieldDescriptor, mp protoreflect.Map) {
 	value := fd.MapValue()
+	messages := value.Message() != nil && value.Message().FullName() != structName
 	stringValues := value.Kind() == protoreflect.StringKind
+	var keys []string
 	invalid := false
 	mp.Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
-		if fd.MapKey().Kind() == protoreflect.StringKind && !utf8.ValidString(k.String()) ||
-			stringValues && !utf8.ValidString(v.String()) {
-			invalid = true
-		} else if value.Message() != nil && value.Message().FullName() != structName {
+		if messages {
 			validUTF8(v.Message())
+		}
+		if fd.MapKey().Kind() == protoreflect.StringKind {
+			keys = append(keys, k.String())
+			invalid = invalid || !utf8.ValidString(k.String()) || stringValues && !utf8.ValidString(v.String())
 		}
 		return true
 	})
 	if !invalid {
 		return
 	}
+	slices.Sort(keys)
 	out := m.NewField(fd).Map()
-	mp.Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
-		if fd.MapKey().Kind() == protoreflect.StringKind {
-			k = protoreflect.ValueOfString(strings.ToValidUTF8(k.String(), replacementChar)).MapKey()
-		}
+	for _, k := range keys {
+		v := mp.Get(protoreflect.ValueOfString(k).MapKey())
 		if stringValues {
 			v = protoreflect.ValueOfString(strings.ToValidUTF8(v.String(), replacementChar))
-		} else if value.Message() != nil && value.Message().FullName() != structName {
-			validUTF8(v.Message())
 		}
-		out.Set(k, v)
-		return true
-	})
+		out.Set(protoreflect.ValueOfString(strings.ToValidUTF8(k, replacementChar)).MapKey(), v)
+	}
 	m.Set(fd, protoreflect.ValueOfMap(out))
 }
 

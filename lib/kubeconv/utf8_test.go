@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -57,6 +58,10 @@ func TestStringsThatAreNotUTF8AreShownAsJSONShowsThem(t *testing.T) {
 		t.Error("the Kubernetes Job was changed")
 	}
 
+	if a := got.GetMetadata().GetAnnotations(); len(a) != 2 {
+		t.Errorf("annotations %q", a)
+	}
+
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"l": invalid}},
 		Status: corev1.PodStatus{Message: invalid, ContainerStatuses: []corev1.ContainerStatus{{Name: "c",
@@ -92,5 +97,31 @@ func BenchmarkPodFromKube(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		kubeconv.PodFromKube(pod)
+	}
+}
+
+// Keys that become one once repaired keep the value of the last in byte
+// order, whatever the map's order; a Kubernetes object's optional string
+// (a pointer the message shares) is not written through.
+func TestRepairsAreDeterministicAndLeaveTheObjectAlone(t *testing.T) {
+	for range 20 {
+		job := jobWith("ok")
+		job.Annotations = map[string]string{"a\xfe": "2", "a\ufffd": "3", "a\xff": "1", "a\xc3": "4"}
+		job.Spec.CompletionMode = ptr.To(batchv1.CompletionMode(invalid))
+		got, err := kubeconv.JobFromKube(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := got.GetMetadata().GetAnnotations()["a\ufffd"]; a != "1" {
+			t.Fatalf("the repaired key holds %q, want the last in byte order's (1)", a)
+		}
+		if string(*job.Spec.CompletionMode) != invalid {
+			t.Fatalf("the Job's completionMode was written through: %q", *job.Spec.CompletionMode)
+		}
+	}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "s", RestartPolicy: ptr.To(corev1.ContainerRestartPolicy(invalid))}}}}
+	kubeconv.NewPodConverter(1, false).FromKube(pod)
+	if string(*pod.Spec.InitContainers[0].RestartPolicy) != invalid {
+		t.Errorf("the pod's restartPolicy was written through: %q", *pod.Spec.InitContainers[0].RestartPolicy)
 	}
 }

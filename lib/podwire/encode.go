@@ -1,6 +1,7 @@
 package podwire
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -162,11 +163,13 @@ func appendMap(b []byte, num protowire.Number, m map[string]string) []byte {
 }
 
 // validKeys is m with its keys made UTF-8, so that they sort as the
-// converted message's do.
+// converted message's do; keys that become one keep the value of the last
+// in byte order, as kubeconv's conversion does.
 func validKeys(m map[string]string) map[string]string {
+	keys := slices.Sorted(maps.Keys(m))
 	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[validUTF8(k)] = v
+	for _, k := range keys {
+		out[validUTF8(k)] = m[k]
 	}
 	return out
 }

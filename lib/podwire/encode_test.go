@@ -84,8 +84,9 @@ func notUTF8Pod(bad, worse string) *corev1.Pod {
 		TypeMeta: metav1.TypeMeta{APIVersion: bad, Kind: worse},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: bad, GenerateName: worse, Namespace: bad, UID: "u" + ktypes.UID(worse), ResourceVersion: bad, Finalizers: []string{bad, "f", worse},
-			Labels:          map[string]string{"a" + bad: worse, "a\u00e9": bad, "b": "ok"},
-			Annotations:     map[string]string{bad: bad},
+			Labels: map[string]string{"a" + bad: worse, "a\u00e9": bad, "b": "ok"},
+			// Keys that become one: the last in byte order wins.
+			Annotations:     map[string]string{bad: bad, "a\xfe": "2", "a\ufffd": "3", "a\xff": "1", "a\xc3": "4"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: bad, Kind: worse, Name: bad, UID: "x" + ktypes.UID(bad)}},
 		},
 		Spec: corev1.PodSpec{NodeName: bad, RestartPolicy: corev1.RestartPolicy(worse),
