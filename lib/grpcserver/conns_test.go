@@ -120,7 +120,7 @@ func TestACallersConnectionsAreBounded(t *testing.T) {
 // A connection no call of which is authenticated is closed after the
 // first-call timeout; one whose caller is known stays open.
 func TestASilentConnectionIsClosed(t *testing.T) {
-	srv := connsServer(t, func(c *grpcserver.Config) { c.FirstCallTimeout = 300 * time.Millisecond }, "alice")
+	srv := connsServer(t, func(c *grpcserver.Config) { c.FirstCallTimeout = time.Second }, "alice")
 	calling := newConn(t, srv)
 	if err := validateOn(calling, "alice"); err != nil {
 		t.Fatal(err)
@@ -154,7 +154,10 @@ func TestASilentConnectionIsClosed(t *testing.T) {
 // Connections that never call cannot lock out a client that calls as it
 // connects: beyond their bound, the oldest is closed for the newest.
 func TestAFloodOfConnectionsLeavesRoomForACaller(t *testing.T) {
-	const bound = 16
+	// A caller's connection stays as long as the flood takes to open this
+	// many more (one every 2 ms: 128 ms), its first call far sooner even
+	// on a loaded machine.
+	const bound = 64
 	srv := connsServer(t, func(c *grpcserver.Config) { c.MaxUnidentifiedConns = bound }, "alice")
 	ctx, stop := context.WithCancel(context.Background())
 	var flood sync.WaitGroup
@@ -171,7 +174,7 @@ func TestAFloodOfConnectionsLeavesRoomForACaller(t *testing.T) {
 				continue
 			}
 			open = append(open, c)
-			time.Sleep(time.Millisecond)
+			time.Sleep(2 * time.Millisecond)
 		}
 	})
 	waitFor(t, "the flood over its bound", func() bool {
