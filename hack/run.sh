@@ -224,6 +224,10 @@ $(replace_hint)
   # non-resource URL /metrics, as with kube-controller-manager's):
   curl -s 127.0.0.1:9093/metrics | grep -E '^grpc_server_handled_total.* [1-9]'
 
+  # What each server admits, sheds and keeps open (calls, streams, unread
+  # answers, connections; deploy/README.md, "Sizing the limits"):
+  curl -s 127.0.0.1:9092/metrics | grep -E '^jobplane_(admission_(admitted|rejected)_total|connections)'
+
   # The cluster:
   ${kubectl} --kubeconfig ${kubeconfig} get nodes
 
