@@ -22,8 +22,8 @@ import (
 //     room for a new one (a flood of connections locks out only a client
 //     whose first call takes longer to authenticate than the flood takes to
 //     open that many), and each is closed if no call is identified within
-//     the first-call timeout while none is open (health checks need no
-//     credentials);
+//     the first-call timeout and none is open or began within it (health
+//     checks need no credentials);
 //   - an identified connection belongs to its first call's caller (a
 //     tenant); a caller keeps at most so many, and a call on one more is
 //     refused and its connection closed. The services' own identities (the
@@ -62,11 +62,14 @@ type gatedConn struct {
 	// pass without the gate's lock.
 	identified atomic.Bool
 	// calls are the calls open on it, identified or not (health checks,
-	// reflection): the first-call timeout spares a connection with one.
-	calls   atomic.Int32
-	caller  string
-	refused error
-	closed  bool
+	// reflection), and when the last began (Unix nanoseconds): the
+	// first-call timeout spares a connection with one open or begun
+	// within it.
+	calls    atomic.Int32
+	lastCall atomic.Int64
+	caller   string
+	refused  error
+	closed   bool
 }
 
 func newConnGate(cfg Config, reg prometheus.Registerer) *connGate {
@@ -184,7 +187,9 @@ func (g *connGate) leaveUnidentified(gc *gatedConn) {
 }
 
 // closeUnidentified closes gc if no call has identified it yet, unless a
-// call is open on it (a health check's watch): its time starts again.
+// call is open on it (a health check's watch) or began within the timeout
+// (a client checking a server's health every second): its time then starts
+// again from that call.
 func (g *connGate) closeUnidentified(gc *gatedConn, reason string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -195,6 +200,10 @@ func (g *connGate) closeUnidentified(gc *gatedConn, reason string) {
 		gc.timer.Reset(g.firstCall)
 		return
 	}
+	if idle := time.Since(time.Unix(0, gc.lastCall.Load())); idle < g.firstCall {
+		gc.timer.Reset(g.firstCall - idle)
+		return
+	}
 	g.closeLocked(gc, reason)
 }
 
@@ -202,6 +211,7 @@ func (g *connGate) closeUnidentified(gc *gatedConn, reason string) {
 func (g *connGate) callBegan(gc *gatedConn) {
 	if gc != nil {
 		gc.calls.Add(1)
+		gc.lastCall.Store(time.Now().UnixNano())
 	}
 }
 

@@ -266,3 +266,23 @@ func TestAHealthWatchKeepsItsConnection(t *testing.T) {
 		return connMetric(t, srv, "jobplane_connections_closed_total", "reason", "first_call_timeout") == 1
 	})
 }
+
+// A connection whose calls are health checks, one at a time (a client
+// checking a server's readiness every so often), is kept while they come
+// within the first-call timeout; once they stop, the timeout applies.
+func TestPeriodicHealthChecksKeepTheirConnection(t *testing.T) {
+	srv := connsServer(t, func(c *grpcserver.Config) { c.FirstCallTimeout = 300 * time.Millisecond })
+	health := healthpb.NewHealthClient(newConn(t, srv))
+	for i := range 10 { // a second, three timeouts
+		if _, err := health.Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatalf("check %d: %v", i, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := connMetric(t, srv, "jobplane_connections_closed_total", "reason", "first_call_timeout"); got != 0 {
+		t.Fatalf("%v connections closed while checked every 100 ms", got)
+	}
+	waitFor(t, "the connection closed once the checks stopped", func() bool {
+		return connMetric(t, srv, "jobplane_connections_closed_total", "reason", "first_call_timeout") == 1
+	})
+}

@@ -171,37 +171,64 @@ const processReadyTimeout = time.Minute
 // stopped (SIGTERM, then SIGKILL) when tb ends, and its log shown if tb failed.
 func StartProcess(tb testing.TB, name, bin string, args ...string) *Process {
 	tb.Helper()
-	ports := freePorts(tb, 2)
 	p := &Process{
-		Name:        name,
-		GRPCAddr:    fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		LogPath:     filepath.Join(tb.TempDir(), name+".log"),
-		bin:         bin,
+		Name:    name,
+		LogPath: filepath.Join(tb.TempDir(), name+".log"),
+		bin:     bin,
 	}
-	p.args = append([]string{"-grpc-addr", p.GRPCAddr, "-metrics-addr", p.MetricsAddr}, args...)
 	tb.Cleanup(func() {
 		p.Stop(tb)
 		if tb.Failed() {
 			tb.Logf("---- last lines of %s ----\n%s", p.LogPath, p.Tail(60, ""))
 		}
 	})
-	p.Start(tb)
-	return p
+	// The free ports found may be taken before the process binds them
+	// (another process's, or a connection's own port): then new ones.
+	for attempt := 1; ; attempt++ {
+		ports := freePorts(tb, 2)
+		p.GRPCAddr, p.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
+		p.args = append([]string{"-grpc-addr", p.GRPCAddr, "-metrics-addr", p.MetricsAddr}, args...)
+		err := p.start()
+		if err == nil {
+			return p
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			tb.Fatal(err)
+		}
+		tb.Logf("%v; on other ports", err)
+	}
+}
+
+// errPortTaken is a process's exit for a port another took first.
+var errPortTaken = errors.New("a port was taken")
+
+// lastRun is the part of a log written by its last run, each run's
+// starting with its "---- " line.
+func lastRun(log string) string {
+	if i := strings.LastIndex(log, "---- "); i >= 0 {
+		return log[i:]
+	}
+	return log
 }
 
 // Start starts the process (again, after Kill or Stop) with the same
 // arguments and ports, and waits until it is ready.
 func (p *Process) Start(tb testing.TB) {
 	tb.Helper()
+	if err := p.start(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func (p *Process) start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
-		tb.Fatalf("%s is already running", p.Name)
+		return fmt.Errorf("%s is already running", p.Name)
 	}
 	logFile, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		tb.Fatal(err)
+		return err
 	}
 	defer logFile.Close() // the child has its own copy
 	fmt.Fprintf(logFile, "---- %s: %s %s\n", time.Now().Format(time.RFC3339Nano), p.bin, strings.Join(p.args, " "))
@@ -210,7 +237,7 @@ func (p *Process) Start(tb testing.TB) {
 	// Own process group, and killed if the test binary dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		tb.Fatalf("starting %s: %v", p.Name, err)
+		return fmt.Errorf("starting %s: %v", p.Name, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -228,17 +255,22 @@ func (p *Process) Start(tb testing.TB) {
 		select {
 		case <-exited:
 			p.cmd = nil
-			tb.Fatalf("%s exited before it was ready (%s); its log:\n%s", p.Name, cmd.ProcessState, p.Tail(60, ""))
+			log := p.Tail(60, "")
+			err := fmt.Errorf("%s exited before it was ready (%s); its log:\n%s", p.Name, cmd.ProcessState, log)
+			if strings.Contains(lastRun(log), "address already in use") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return err
 		default:
 		}
 		if resp, err := client.Get(readyz); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("%s not ready after %s; its log:\n%s", p.Name, processReadyTimeout, p.Tail(60, ""))
+			return fmt.Errorf("%s not ready after %s; its log:\n%s", p.Name, processReadyTimeout, p.Tail(60, ""))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
