@@ -2,10 +2,14 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +61,73 @@ func BenchmarkIdleConnections(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkIdleConnectionsAPIServer is BenchmarkIdleConnections at the
+// reference: kube-apiserver (with its etcd), each connection a TLS one
+// (handshake, then the HTTP/2 preface and settings) that never asks;
+// peak-RSS-MiB is kube-apiserver's, caller-ms a GET of /readyz on a new
+// connection.
+func BenchmarkIdleConnectionsAPIServer(b *testing.B) {
+	for _, n := range []int{0, 1000, 4000} {
+		b.Run(fmt.Sprintf("connections=%d", n), func(b *testing.B) {
+			for range b.N {
+				api := kubetest.StartAPIServer(b)
+				host := strings.TrimPrefix(api.Config.Host, "https://")
+				tlsConfig := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}
+				idle := make([]net.Conn, 0, n)
+				for range n {
+					c, err := tls.Dial("tcp", host, tlsConfig)
+					if err != nil {
+						b.Fatalf("connection %d: %v", len(idle), err)
+					}
+					idle = append(idle, c)
+					if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+						continue
+					}
+					_ = http2.NewFramer(c, nil).WriteSettings()
+				}
+				time.Sleep(2 * time.Second)
+				start := time.Now()
+				if _, err := api.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background()); err != nil {
+					b.Errorf("a caller after the connections: %v", err)
+				}
+				wait := time.Since(start)
+				b.ReportMetric(float64(stillOpen(idle)), "open-connections")
+				b.ReportMetric(float64(peakRSSOf(b, "--secure-port="+strings.Split(host, ":")[1])>>20), "peak-RSS-MiB")
+				b.ReportMetric(float64(wait.Microseconds())/1000, "caller-ms")
+				for _, c := range idle {
+					c.Close()
+				}
+			}
+		})
+	}
+}
+
+// peakRSSOf is the peak resident memory (VmHWM) of the process whose
+// command line holds arg.
+func peakRSSOf(b *testing.B, arg string) int64 {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, path := range procs {
+		cmdline, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(cmdline), arg) {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join(filepath.Dir(path), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+				if err == nil {
+					return kib << 10
+				}
+			}
+		}
+	}
+	b.Fatalf("no process with %s", arg)
+	return 0
 }
 
 // planOnce is one PlanSync of a 10-pod Job on a connection of its own.
