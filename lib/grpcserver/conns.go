@@ -207,16 +207,19 @@ func (g *connGate) closeUnidentified(gc *gatedConn, reason string) {
 	g.closeLocked(gc, reason)
 }
 
-// callBegan and callEnded count the calls open on gc.
+// callBegan and callEnded count the calls open on gc while it is
+// unidentified, the only time the count is read: an identified
+// connection's calls pay one atomic load. (A call begun before its
+// connection was identified and ended after leaves a count no one reads.)
 func (g *connGate) callBegan(gc *gatedConn) {
-	if gc != nil {
+	if gc != nil && !gc.identified.Load() {
 		gc.calls.Add(1)
 		gc.lastCall.Store(time.Now().UnixNano())
 	}
 }
 
 func (g *connGate) callEnded(gc *gatedConn) {
-	if gc != nil {
+	if gc != nil && !gc.identified.Load() {
 		gc.calls.Add(-1)
 	}
 }

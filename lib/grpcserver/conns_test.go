@@ -286,3 +286,26 @@ func TestPeriodicHealthChecksKeepTheirConnection(t *testing.T) {
 		return connMetric(t, srv, "jobplane_connections_closed_total", "reason", "first_call_timeout") == 1
 	})
 }
+
+// Health checks need no credentials, so they cannot keep a flood's
+// connections: beyond the bound, the oldest is closed even with a watch
+// open on it.
+func TestAFloodOfHealthWatchesIsBoundedToo(t *testing.T) {
+	const bound = 4
+	srv := connsServer(t, func(c *grpcserver.Config) { c.MaxUnidentifiedConns = bound })
+	for range 2 * bound {
+		watch, err := healthpb.NewHealthClient(newConn(t, srv)).Watch(context.Background(), &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := watch.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the oldest watchers' connections closed", func() bool {
+		return connMetric(t, srv, "jobplane_connections_closed_total", "reason", "unidentified_evicted") >= bound
+	})
+	if got := connMetric(t, srv, "jobplane_connections_open", "state", "unidentified"); got > bound {
+		t.Errorf("%v unidentified connections open, bound %d", got, bound)
+	}
+}

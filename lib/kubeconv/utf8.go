@@ -123,15 +123,8 @@ func podUTF8(p *jobplanev1.Pod) bool {
 		status.GetPhase(), status.GetMessage(), status.GetReason()) || !metaUTF8(p.GetMetadata()) {
 		return false
 	}
-	for _, c := range spec.GetContainers() {
-		if !allUTF8(c.GetName(), c.GetRestartPolicy()) {
-			return false
-		}
-	}
-	for _, c := range spec.GetInitContainers() {
-		if !allUTF8(c.GetName(), c.GetRestartPolicy()) {
-			return false
-		}
+	if !containersUTF8(spec.GetContainers()) || !containersUTF8(spec.GetInitContainers()) {
+		return false
 	}
 	for _, c := range status.GetConditions() {
 		if !allUTF8(c.GetType(), c.GetStatus(), c.GetReason(), c.GetMessage()) {
@@ -139,6 +132,15 @@ func podUTF8(p *jobplanev1.Pod) bool {
 		}
 	}
 	return containerStatusesUTF8(status.GetContainerStatuses()) && containerStatusesUTF8(status.GetInitContainerStatuses())
+}
+
+func containersUTF8(containers []*jobplanev1.Container) bool {
+	for _, c := range containers {
+		if !allUTF8(c.GetName(), c.GetRestartPolicy()) {
+			return false
+		}
+	}
+	return true
 }
 
 func containerStatusesUTF8(statuses []*jobplanev1.ContainerStatus) bool {

@@ -33,6 +33,19 @@ type APIServer struct {
 	// ServiceAccountKeyFile is the PEM RSA key that signs the service
 	// account tokens it issues (tests forge expired ones with it).
 	ServiceAccountKeyFile string
+
+	apiServerPID int
+}
+
+// PeakRSS is the most resident memory kube-apiserver has had (VmHWM),
+// in bytes.
+func (a *APIServer) PeakRSS(tb testing.TB) int64 {
+	tb.Helper()
+	n, err := peakRSS(a.apiServerPID)
+	if err != nil {
+		tb.Fatalf("kube-apiserver: %v", err)
+	}
+	return n
 }
 
 const adminToken = "jobplane-test-admin"
@@ -86,7 +99,7 @@ func StartAPIServer(tb testing.TB, opts ...Option) *APIServer {
 	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	start(tb, filepath.Join(bin, "kube-apiserver"), logs[1], append([]string{
+	apiServerPID := start(tb, filepath.Join(bin, "kube-apiserver"), logs[1], append([]string{
 		"--etcd-servers=" + clientURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -115,12 +128,12 @@ func StartAPIServer(tb testing.TB, opts ...Option) *APIServer {
 		tb.Fatal(err)
 	}
 	waitReady(tb, client)
-	return &APIServer{Config: cfg, Client: client, Dir: dir, ServiceAccountKeyFile: saKey}
+	return &APIServer{Config: cfg, Client: client, Dir: dir, ServiceAccountKeyFile: saKey, apiServerPID: apiServerPID}
 }
 
 // start runs a component with its output in logPath and stops it when the
-// test ends.
-func start(tb testing.TB, binary, logPath string, args ...string) {
+// test ends; it returns the component's process id.
+func start(tb testing.TB, binary, logPath string, args ...string) int {
 	tb.Helper()
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -145,6 +158,7 @@ func start(tb testing.TB, binary, logPath string, args ...string) {
 		}
 		logFile.Close()
 	})
+	return cmd.Process.Pid
 }
 
 func writeServiceAccountKey(tb testing.TB, dir string) string {

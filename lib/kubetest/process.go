@@ -299,21 +299,29 @@ func (p *Process) PeakRSS(tb testing.TB) int64 {
 	if cmd == nil {
 		tb.Fatalf("%s is not running", p.Name)
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	n, err := peakRSS(cmd.Process.Pid)
 	if err != nil {
-		tb.Fatalf("reading %s's status: %v", p.Name, err)
+		tb.Fatalf("%s: %v", p.Name, err)
+	}
+	return n
+}
+
+// peakRSS is the VmHWM of process pid, in bytes.
+func peakRSS(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
 	}
 	for _, line := range strings.Split(string(status), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err != nil {
-				tb.Fatalf("%s's VmHWM %q: %v", p.Name, rest, err)
+				return 0, fmt.Errorf("VmHWM %q: %v", rest, err)
 			}
-			return kib << 10
+			return kib << 10, nil
 		}
 	}
-	tb.Fatalf("no VmHWM in %s's status", p.Name)
-	return 0
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
 // Kill kills the process with SIGKILL, as a crash would, and waits for it to

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +92,7 @@ func BenchmarkIdleConnectionsAPIServer(b *testing.B) {
 				}
 				wait := time.Since(start)
 				b.ReportMetric(float64(stillOpen(idle)), "open-connections")
-				b.ReportMetric(float64(peakRSSOf(b, "--secure-port="+strings.Split(host, ":")[1])>>20), "peak-RSS-MiB")
+				b.ReportMetric(float64(api.PeakRSS(b)>>20), "peak-RSS-MiB")
 				b.ReportMetric(float64(wait.Microseconds())/1000, "caller-ms")
 				for _, c := range idle {
 					c.Close()
@@ -102,32 +100,6 @@ func BenchmarkIdleConnectionsAPIServer(b *testing.B) {
 			}
 		})
 	}
-}
-
-// peakRSSOf is the peak resident memory (VmHWM) of the process whose
-// command line holds arg.
-func peakRSSOf(b *testing.B, arg string) int64 {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, path := range procs {
-		cmdline, err := os.ReadFile(path)
-		if err != nil || !strings.Contains(string(cmdline), arg) {
-			continue
-		}
-		status, err := os.ReadFile(filepath.Join(filepath.Dir(path), "status"))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-				if err == nil {
-					return kib << 10
-				}
-			}
-		}
-	}
-	b.Fatalf("no process with %s", arg)
-	return 0
 }
 
 // planOnce is one PlanSync of a 10-pod Job on a connection of its own.
