@@ -10,7 +10,7 @@
 // for both at most a bounded time, then is shed with RESOURCE_EXHAUSTED and
 // google.rpc.RetryInfo; one that can never fit is shed at once, naming the
 // limit. Long-lived streams hold a seat of a separate budget: a caller may
-// keep at most so many open.
+// keep at most so many open, and callers share a level's fairly (streams.go).
 package admission
 
 import (
@@ -96,7 +96,8 @@ type level struct {
 
 	mu      sync.Mutex
 	classes map[string]*fairSemaphore
-	streams map[string]int
+	// streams are each caller's open streams, oldest first.
+	streams map[string][]*Ticket
 	// openStreams is the sum of streams.
 	openStreams int
 	// answers are the level's answers held unread.
@@ -112,7 +113,7 @@ func New(cfg Config, reg prometheus.Registerer) *Controller {
 			cfg:     lc,
 			seats:   newFairSemaphore(int64(lc.Seats), cfg.QueueLength, c.metrics.waiting.WithLabelValues(name, "seats")),
 			bytes:   newFairSemaphore(lc.Bytes, cfg.QueueLength, c.metrics.waiting.WithLabelValues(name, "bytes")),
-			streams: map[string]int{},
+			streams: map[string][]*Ticket{},
 			classes: map[string]*fairSemaphore{},
 			answers: newAnswers(lc.UnreadAnswerBytes, lc.UnreadAnswerBytesPerCaller),
 		}
@@ -128,11 +129,15 @@ type Ticket struct {
 	level *level
 	flow  string
 	// class is the seat of the call's class, if its class has a bound.
-	class   *fairSemaphore
-	mu      sync.Mutex
-	bytes   int64
-	stream  bool
-	release sync.Once
+	class  *fairSemaphore
+	mu     sync.Mutex
+	bytes  int64
+	stream bool
+	// preempt ends a stream another caller took the place of; preempted
+	// is set (under the level's lock) once it has.
+	preempt   func()
+	preempted bool
+	release   sync.Once
 }
 
 // Admit waits for a seat of levelName for the caller flow: one of its
@@ -188,31 +193,6 @@ func (lc LevelConfig) seatsOf(class string) int {
 	return lc.ClassSeats
 }
 
-// OpenStream admits a long-lived stream: no seat, one of the caller's
-// StreamsPerFlow, refused at once when they are taken.
-func (c *Controller) OpenStream(levelName, flow string) (*Ticket, error) {
-	l := c.level(levelName)
-	l.mu.Lock()
-	var refusal string
-	switch {
-	case l.streams[flow] >= l.cfg.StreamsPerFlow:
-		refusal = fmt.Sprintf("the caller has %d streams open, the most allowed on priority level %q", l.cfg.StreamsPerFlow, l.name)
-	case l.openStreams >= l.cfg.Streams:
-		refusal = fmt.Sprintf("%d streams are open on priority level %q, the most allowed", l.cfg.Streams, l.name)
-	}
-	if refusal != "" {
-		l.mu.Unlock()
-		c.metrics.rejected.WithLabelValues(l.name, "streams").Inc()
-		return nil, Exhausted(refusal, "TOO_MANY_STREAMS", l.name, c.cfg.MaxQueueWait)
-	}
-	l.streams[flow]++
-	l.openStreams++
-	l.mu.Unlock()
-	c.metrics.admitted.WithLabelValues(l.name).Inc()
-	c.metrics.inUse.WithLabelValues(l.name, "streams").Inc()
-	return &Ticket{c: c, level: l, flow: flow, stream: true}, nil
-}
-
 // Charge waits for n bytes received (charged times the expansion factor)
 // until the ticket is released.
 func (t *Ticket) Charge(ctx context.Context, n int64) error {
@@ -249,13 +229,7 @@ func (t *Ticket) Release() {
 		t.Uncharge()
 		l := t.level
 		if t.stream {
-			l.mu.Lock()
-			if l.streams[t.flow]--; l.streams[t.flow] <= 0 {
-				delete(l.streams, t.flow)
-			}
-			l.openStreams--
-			l.mu.Unlock()
-			t.c.metrics.inUse.WithLabelValues(l.name, "streams").Dec()
+			l.closeStream(t)
 			return
 		}
 		l.seats.release(1)
@@ -264,6 +238,12 @@ func (t *Ticket) Release() {
 		}
 		t.c.metrics.inUse.WithLabelValues(l.name, "seats").Dec()
 	})
+}
+
+// LargestMessage is the largest request, or stream message, levelName can
+// ever take: its bytes budget over the expansion factor.
+func (c *Controller) LargestMessage(levelName string) int64 {
+	return c.level(levelName).cfg.Bytes / max(c.cfg.Expansion, 1)
 }
 
 func (c *Controller) level(name string) *level {

@@ -351,24 +351,24 @@ func TestShedCallsAreResourceExhaustedWithRetryInfo(t *testing.T) {
 		}
 	})
 	t.Run("streams per caller", func(t *testing.T) {
-		s, err := c.OpenStream(Workload, "a")
+		s, err := c.OpenStream(Workload, "a", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.OpenStream(Workload, "a"); status.Code(err) != codes.ResourceExhausted {
+		if _, err := c.OpenStream(Workload, "a", nil); status.Code(err) != codes.ResourceExhausted {
 			t.Fatalf("second stream: %v, want ResourceExhausted", err)
 		}
-		other, err := c.OpenStream(Workload, "b")
+		other, err := c.OpenStream(Workload, "b", nil)
 		if err != nil {
 			t.Fatalf("another caller's stream: %v", err)
 		}
 		// Two streams open, the level's most: a third caller waits for one.
-		if _, err := c.OpenStream(Workload, "c"); status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "2 streams are open") {
+		if _, err := c.OpenStream(Workload, "c", nil); status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "2 streams are open") {
 			t.Fatalf("a third caller's stream beyond the level's 2: %v, want ResourceExhausted naming the limit", err)
 		}
 		other.Release()
 		s.Release()
-		again, err := c.OpenStream(Workload, "a")
+		again, err := c.OpenStream(Workload, "a", nil)
 		if err != nil {
 			t.Fatalf("after release: %v", err)
 		}

@@ -17,9 +17,16 @@ import (
 // for. Each answer is held against its caller's bound and the bound of all
 // callers until it is written, its call is reset, or its connection closes;
 // an answer beyond either bound is refused (RESOURCE_EXHAUSTED), the caller
-// having that much unread already.
+// having that much unread already. The bound of all callers is shared
+// max-min fairly: when it is full, a caller holding less takes the room of
+// the caller holding the most, whose connection holding the most is closed
+// (an answer handed to the transport cannot be taken back otherwise), so
+// that callers each within their own bound cannot together lock another
+// out.
 type answers struct {
 	max, maxPerCaller int64
+	// closeConn closes a connection, false if it cannot.
+	closeConn func(conn string) bool
 
 	mu       sync.Mutex
 	held     int64
@@ -34,7 +41,7 @@ type HeldAnswer struct {
 	a            *answers
 	caller, conn string
 	n            int64
-	release      sync.Once
+	released     bool
 }
 
 func newAnswers(max, maxPerCaller int64) *answers {
@@ -60,7 +67,7 @@ func (c *Controller) HoldAnswer(levelName, flow, conn string, n int64) (*HeldAns
 	switch mine := a.byCaller[flow]; {
 	case mine > 0 && mine+n > a.maxPerCaller:
 		refusal = fmt.Sprintf("the caller has %d bytes of answers it has not read, and this one is %d (at most %d a caller)", mine, n, a.maxPerCaller)
-	case a.held+n > a.max:
+	case a.held+n > a.max && !a.reclaim(flow, n):
 		refusal = fmt.Sprintf("%d bytes of answers are held for callers that have not read them, and this one is %d (at most %d)", a.held, n, a.max)
 	}
 	if refusal != "" {
@@ -79,23 +86,82 @@ func (c *Controller) HoldAnswer(levelName, flow, conn string, n int64) (*HeldAns
 	return h, nil
 }
 
+// reclaim makes room for n more bytes of caller flow's in the full
+// level, closing connections of the caller holding the most while it holds
+// more than flow would with n; false if that is not enough.
+func (a *answers) reclaim(flow string, n int64) bool {
+	for a.held+n > a.max {
+		victim, most := "", a.byCaller[flow]+n
+		for caller, held := range a.byCaller {
+			if held > most {
+				victim, most = caller, held
+			}
+		}
+		conn := a.fullestConn(victim)
+		if victim == "" || conn == "" || a.closeConn == nil || !a.closeConn(conn) {
+			return false
+		}
+		for h := range a.byConn[conn] {
+			a.releaseLocked(h)
+		}
+	}
+	return true
+}
+
+// fullestConn is the connection of caller's holding the most of its
+// answers.
+func (a *answers) fullestConn(caller string) string {
+	byConn := map[string]int64{}
+	for conn, held := range a.byConn {
+		for h := range held {
+			if h.caller == caller {
+				byConn[conn] += h.n
+			}
+		}
+	}
+	var fullest string
+	for conn, n := range byConn {
+		if n > byConn[fullest] {
+			fullest = conn
+		}
+	}
+	return fullest
+}
+
 // Release gives the answer's bytes back: it was written or dropped. Once
 // only; later calls do nothing.
 func (h *HeldAnswer) Release() {
-	h.release.Do(func() {
-		a := h.a
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		a.held -= h.n
-		if a.byCaller[h.caller] -= h.n; a.byCaller[h.caller] == 0 {
-			delete(a.byCaller, h.caller)
-		}
-		onConn := a.byConn[h.conn]
-		delete(onConn, h)
-		if len(onConn) == 0 {
-			delete(a.byConn, h.conn)
-		}
-	})
+	h.a.mu.Lock()
+	defer h.a.mu.Unlock()
+	h.a.releaseLocked(h)
+}
+
+func (a *answers) releaseLocked(h *HeldAnswer) {
+	if h.released {
+		return
+	}
+	h.released = true
+	a.held -= h.n
+	if a.byCaller[h.caller] -= h.n; a.byCaller[h.caller] == 0 {
+		delete(a.byCaller, h.caller)
+	}
+	onConn := a.byConn[h.conn]
+	delete(onConn, h)
+	if len(onConn) == 0 {
+		delete(a.byConn, h.conn)
+	}
+}
+
+// SetConnCloser gives the controller the means to close a connection,
+// false when it cannot: it makes room of the unread answers of the caller
+// holding the most with it. It is called with a lock held, and must not
+// call the controller.
+func (c *Controller) SetConnCloser(closeConn func(conn string) bool) {
+	for _, l := range c.levels {
+		l.answers.mu.Lock()
+		l.answers.closeConn = closeConn
+		l.answers.mu.Unlock()
+	}
 }
 
 // ConnClosed gives back every answer held on conn.
@@ -107,13 +173,9 @@ func (c *Controller) ConnClosed(conn string) {
 
 func (a *answers) connClosed(conn string) {
 	a.mu.Lock()
-	held := make([]*HeldAnswer, 0, len(a.byConn[conn]))
+	defer a.mu.Unlock()
 	for h := range a.byConn[conn] {
-		held = append(held, h)
-	}
-	a.mu.Unlock()
-	for _, h := range held {
-		h.Release()
+		a.releaseLocked(h)
 	}
 }
 

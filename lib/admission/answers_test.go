@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -62,5 +63,56 @@ func TestUnreadAnswersAreBoundedAndGivenBack(t *testing.T) {
 	_, err := c.HoldAnswer(Workload, "c", "conn-c", 101)
 	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "never") || len(st.Details()) != 1 {
 		t.Fatalf("an answer above the level's budget: %v (details %v), want RESOURCE_EXHAUSTED without RetryInfo", err, st.Details())
+	}
+}
+
+// The level's bound of unread answers, filled by callers each within its
+// own, is shared with a caller that holds less: the connection holding
+// most of the caller holding the most is closed and its answers given
+// back, until the new answer fits; a caller that would then hold more than
+// every other is refused, as is any caller when no connection can be
+// closed.
+func TestUnreadAnswersAreSharedWithACallerHoldingLess(t *testing.T) {
+	c := New(Config{Levels: map[string]LevelConfig{Workload: {Seats: 1, UnreadAnswerBytes: 100, UnreadAnswerBytesPerCaller: 40}}}, nil)
+	var closed []string
+	closable := true
+	c.SetConnCloser(func(conn string) bool {
+		if closable {
+			closed = append(closed, conn)
+		}
+		return closable
+	})
+	for _, h := range []struct {
+		caller, conn string
+		n            int64
+	}{{"a", "a1", 20}, {"a", "a2", 15}, {"b", "b1", 40}, {"c", "c1", 25}} {
+		if _, err := c.HoldAnswer(Workload, h.caller, h.conn, h.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closable = false
+	if _, err := c.HoldAnswer(Workload, "d", "d1", 30); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("d's 30 when no connection can be closed: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	closable = true
+	if _, err := c.HoldAnswer(Workload, "d", "d1", 30); err != nil {
+		t.Fatalf("d's 30 beside callers holding more: %v", err)
+	}
+	if fmt.Sprint(closed) != "[b1]" {
+		t.Fatalf("closed %v, want b's connection alone", closed)
+	}
+	if all, mine := c.AnswersHeld("d"); all != 90 || mine != 30 {
+		t.Fatalf("held %d in all, %d of d's; want 90 and 30", all, mine)
+	}
+	// c, holding 25, may not take 15 more (within its own 40): it would
+	// hold more than any other caller.
+	if _, err := c.HoldAnswer(Workload, "c", "c1", 15); status.Code(err) != codes.ResourceExhausted || len(closed) != 1 {
+		t.Fatalf("c's 15 more: %v, closed %v; want RESOURCE_EXHAUSTED and nothing more closed", err, closed)
+	}
+	// The closed connection's end, when the transport reports it, counts
+	// nothing twice.
+	c.ConnClosed("b1")
+	if all, _ := c.AnswersHeld("d"); all != 90 {
+		t.Fatalf("held %d after the closed connection ended, want 90", all)
 	}
 }

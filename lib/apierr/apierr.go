@@ -118,3 +118,18 @@ func FieldViolations(err error) []Violation {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return out
 }
+
+// Reason is the ErrorInfo reason of err, a status error or one wrapping
+// it; "" when it has none.
+func Reason(err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return ""
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetReason()
+		}
+	}
+	return ""
+}

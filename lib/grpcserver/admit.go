@@ -3,9 +3,12 @@ package grpcserver
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/jobplane/jobplane/lib/admission"
 	"github.com/jobplane/jobplane/lib/auth"
@@ -46,15 +49,56 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 			if err != nil {
 				return err
 			}
-			ticket, err := s.admission.OpenStream(level, flow)
+			ctx, preempt, ended := s.preemptible(ctx)
+			defer ended()
+			ticket, err := s.admission.OpenStream(level, flow, preempt)
 			if err != nil {
 				return err
 			}
 			defer ticket.Release()
-			return handler(srv, &chargingStream{ServerStream: stream, ctx: ctx, ticket: ticket})
+			if err := stream.SendHeader(s.largestMessageHeader(level)); err != nil {
+				return err
+			}
+			err = handler(srv, &chargingStream{ServerStream: stream, ctx: ctx, ticket: ticket})
+			if preempted := ticket.Preempted(); preempted != nil {
+				return preempted
+			}
+			return err
 		}
 	}
 	return &out
+}
+
+// MaxMessageHeader is the header a stream opens with: the largest message
+// the server takes on it, in bytes. A larger one would end the stream (and
+// every call a client multiplexes on it), so a client checks its messages
+// against it and fails only the one that cannot be sent.
+const MaxMessageHeader = "jobplane-max-message-bytes"
+
+// largestMessageHeader is the header naming the largest message a stream
+// of level can receive: the transport's bound, or its level's budget.
+func (s *Server) largestMessageHeader(level string) metadata.MD {
+	return metadata.Pairs(MaxMessageHeader, strconv.FormatInt(min(int64(s.cfg.RecvMsgBytes()), s.admission.LargestMessage(level)), 10))
+}
+
+// preemptible is a stream's context, cancelled by preempt when another
+// caller takes the stream's place; a handler that does not end then (it
+// waits for a client that does not read) has its connection closed after
+// the gate's grace. ended says the handler returned.
+func (s *Server) preemptible(ctx context.Context) (_ context.Context, preempt, ended func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	preempt = func() {
+		cancel()
+		go func() {
+			select {
+			case <-done:
+			case <-time.After(s.conns.preemptedStreamGrace):
+				s.conns.close(gateOf(ctx), "stream_preempted")
+			}
+		}()
+	}
+	return ctx, preempt, func() { close(done); cancel() }
 }
 
 // flowOf is the caller's priority level and flow: its tenant (a

@@ -87,10 +87,8 @@ type connTracker struct {
 }
 
 func (t *connTracker) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
-	return context.WithValue(ctx, connKey{}, connRef{
-		id:    strconv.FormatUint(t.last.Add(1), 36),
-		gated: t.gate.tracked(info.LocalAddr, info.RemoteAddr),
-	})
+	id := strconv.FormatUint(t.last.Add(1), 36)
+	return context.WithValue(ctx, connKey{}, connRef{id: id, gated: t.gate.tracked(info.LocalAddr, info.RemoteAddr, id)})
 }
 
 func (t *connTracker) HandleConn(ctx context.Context, s stats.ConnStats) {

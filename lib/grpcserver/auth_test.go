@@ -33,16 +33,22 @@ import (
 // from grants, as an API server with RBAC would, and counts them.
 type fakeCluster struct {
 	*fake.Clientset
-	mu      sync.Mutex
-	tokens  map[string]authenticationv1.UserInfo
-	grants  map[string]bool // "user verb group/resource namespace", or "user verb path" for a non-resource URL
-	down    bool            // every review fails
-	reviews map[string]int  // "tokenreviews", "subjectaccessreviews"
+	mu     sync.Mutex
+	tokens map[string]authenticationv1.UserInfo
+	grants map[string]bool // "user verb group/resource namespace", or "user verb path" for a non-resource URL
+	down   bool            // every review fails
+	// tokenReviewDelay is how long a TokenReview takes.
+	tokenReviewDelay time.Duration
+	reviews          map[string]int // "tokenreviews", "subjectaccessreviews"
 }
 
 func newFakeCluster() *fakeCluster {
 	c := &fakeCluster{Clientset: fake.NewClientset(), tokens: map[string]authenticationv1.UserInfo{}, grants: map[string]bool{}, reviews: map[string]int{}}
 	c.PrependReactor("create", "tokenreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		c.mu.Lock()
+		delay := c.tokenReviewDelay
+		c.mu.Unlock()
+		time.Sleep(delay)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.reviews["tokenreviews"]++

@@ -18,10 +18,12 @@ import (
 // The connections a server keeps open are bounded, so that neither their
 // number nor the transport's buffers of each grow without bound:
 //   - a connection is unidentified until one of its calls is authenticated;
-//     unidentified connections are at most so many, the oldest closed to make
-//     room for a new one (a flood of connections locks out only a client
-//     whose first call takes longer to authenticate than the flood takes to
-//     open that many), and each is closed if no call is identified within
+//     unidentified connections are at most so many, the oldest with no call
+//     open closed to make room for a new one (a flood of connections that
+//     never call cannot close a client's while its first call is being
+//     authenticated; one whose connections all keep a call open locks out
+//     only a client whose first call takes longer to authenticate than the
+//     flood takes to open half that many), and each is closed if no call is identified within
 //     the first-call timeout and none is open or began within it (health
 //     checks need no credentials);
 //   - an identified connection belongs to its first call's caller (a
@@ -37,14 +39,18 @@ import (
 type connGate struct {
 	maxUnidentified, perCaller   int
 	firstCall, closeAfterRefusal time.Duration
+	// preemptedStreamGrace is how long a stream another caller took the
+	// place of may take to end before its connection is closed.
+	preemptedStreamGrace time.Duration
 	// retryAfter is the delay a refused caller is asked to wait.
 	retryAfter time.Duration
 	metrics    *connMetrics
 
 	mu sync.Mutex
 	// byAddrs are the TCP connections accepted and not yet ended, by
-	// their addresses.
+	// their addresses; byID those the transport has named (connTracker).
 	byAddrs map[string]*gatedConn
+	byID    map[string]*gatedConn
 	// unidentified are the unidentified connections, oldest first.
 	unidentified list.List
 	callers      map[string]int
@@ -52,8 +58,8 @@ type connGate struct {
 
 // gatedConn is one connection accepted.
 type gatedConn struct {
-	conn  net.Conn
-	addrs string
+	conn      net.Conn
+	addrs, id string
 	// waiting is its element of the gate's unidentified list until it is
 	// identified or closed.
 	waiting *list.Element
@@ -75,8 +81,8 @@ type gatedConn struct {
 func newConnGate(cfg Config, reg prometheus.Registerer) *connGate {
 	return &connGate{
 		maxUnidentified: cfg.MaxUnidentifiedConns, perCaller: cfg.MaxConnsPerCaller,
-		firstCall: cfg.FirstCallTimeout, closeAfterRefusal: time.Second, retryAfter: cfg.Admission.MaxQueueWait,
-		metrics: newConnMetrics(reg), byAddrs: map[string]*gatedConn{}, callers: map[string]int{},
+		firstCall: cfg.FirstCallTimeout, closeAfterRefusal: time.Second, preemptedStreamGrace: 5 * time.Second, retryAfter: cfg.Admission.MaxQueueWait,
+		metrics: newConnMetrics(reg), byAddrs: map[string]*gatedConn{}, byID: map[string]*gatedConn{}, callers: map[string]int{},
 	}
 }
 
@@ -120,6 +126,9 @@ func (g *connGate) accepted(c net.Conn) {
 		// no end to follow).
 		g.closeLocked(stale, "stale")
 		delete(g.byAddrs, addrs)
+		if g.byID[stale.id] == stale {
+			delete(g.byID, stale.id)
+		}
 	}
 	gc := &gatedConn{conn: c, addrs: addrs}
 	g.byAddrs[addrs] = gc
@@ -127,19 +136,55 @@ func (g *connGate) accepted(c net.Conn) {
 	gc.timer = time.AfterFunc(g.firstCall, func() { g.closeUnidentified(gc, "first_call_timeout") })
 	g.metrics.open.WithLabelValues("unidentified").Inc()
 	if g.unidentified.Len() > g.maxUnidentified {
-		g.closeLocked(g.unidentified.Front().Value.(*gatedConn), "unidentified_evicted")
+		g.closeLocked(g.toEvict(), "unidentified_evicted")
 	}
 }
 
-// tracked is the gate's connection of the transport's addresses, if any.
-func (g *connGate) tracked(local, remote net.Addr) *gatedConn {
+// toEvict is the unidentified connection to close for a new one: the
+// oldest with no call open among the older half, so that a client whose
+// first call is being authenticated is not closed by a flood of
+// connections that never call; else the oldest of all. (A connection of
+// the newer half may still be in its handshake, with no call yet: it is
+// spared until a flood of calling connections has aged it that far.)
+func (g *connGate) toEvict() *gatedConn {
+	e := g.unidentified.Front()
+	for range max(1, g.unidentified.Len()/2) {
+		if gc := e.Value.(*gatedConn); gc.calls.Load() == 0 {
+			return gc
+		}
+		e = e.Next()
+	}
+	return g.unidentified.Front().Value.(*gatedConn)
+}
+
+// tracked is the gate's connection of the transport's addresses, if any,
+// known from now on by the transport's name for it, id.
+func (g *connGate) tracked(local, remote net.Addr, id string) *gatedConn {
 	addrs := addrsOf(local, remote)
 	if addrs == "" {
 		return nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.byAddrs[addrs]
+	gc := g.byAddrs[addrs]
+	if gc != nil {
+		gc.id = id
+		g.byID[id] = gc
+	}
+	return gc
+}
+
+// closeByID closes the connection the transport names id; false if the
+// gate does not follow it.
+func (g *connGate) closeByID(id, reason string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gc := g.byID[id]
+	if gc == nil {
+		return false
+	}
+	g.closeLocked(gc, reason)
+	return true
 }
 
 // identify gives gc to its call's caller at level, unless the caller has
@@ -225,6 +270,9 @@ func (g *connGate) callEnded(gc *gatedConn) {
 }
 
 func (g *connGate) close(gc *gatedConn, reason string) {
+	if gc == nil {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.closeLocked(gc, reason)
@@ -260,6 +308,9 @@ func (g *connGate) ended(gc *gatedConn) {
 	}
 	if g.byAddrs[gc.addrs] == gc {
 		delete(g.byAddrs, gc.addrs)
+	}
+	if g.byID[gc.id] == gc {
+		delete(g.byID, gc.id)
 	}
 	if gc.identified.Swap(false) {
 		g.metrics.open.WithLabelValues("identified").Dec()

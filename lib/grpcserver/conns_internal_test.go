@@ -28,7 +28,7 @@ func TestAConnectionTakesTheAddressesOfAStaleOne(t *testing.T) {
 	stale, fresh := &addrConn{local: local, remote: remote}, &addrConn{local: local, remote: remote}
 	g.accepted(stale)
 	g.accepted(fresh)
-	if gc := g.tracked(local, remote); gc == nil || gc.conn != fresh {
+	if gc := g.tracked(local, remote, "1"); gc == nil || gc.conn != fresh {
 		t.Fatalf("the tag finds %v, want the fresh connection", gc)
 	}
 	deadline := time.Now().Add(5 * time.Second)

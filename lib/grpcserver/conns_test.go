@@ -159,7 +159,45 @@ func TestAFloodOfConnectionsLeavesRoomForACaller(t *testing.T) {
 	// on a loaded machine.
 	const bound = 64
 	srv := connsServer(t, func(c *grpcserver.Config) { c.MaxUnidentifiedConns = bound }, "alice")
-	ctx, stop := context.WithCancel(context.Background())
+	stop := floodOfConnections(srv)
+	waitFor(t, "the flood over its bound", func() bool {
+		return connMetric(t, srv, "jobplane_connections_closed_total", "reason", "unidentified_evicted") > bound
+	})
+	for i := range 10 {
+		if err := validateOn(newConn(t, srv), "alice"); err != nil {
+			t.Errorf("call %d during the flood: %v", i, err)
+		}
+	}
+	stop()
+	if got := connMetric(t, srv, "jobplane_connections_open", "state", "unidentified"); got > bound {
+		t.Errorf("%v unidentified connections open, bound %d", got, bound)
+	}
+}
+
+// A flood of connections that never call cannot close a client's
+// connection while its first call is being authenticated, however long
+// that takes: the oldest connection with no call open is closed first.
+func TestAFloodOfConnectionsSparesACallBeingAuthenticated(t *testing.T) {
+	const bound = 16
+	cluster, cfg := usersCluster("alice")
+	cluster.tokenReviewDelay = 500 * time.Millisecond // the flood opens 250 meanwhile
+	cfg.MaxUnidentifiedConns = bound
+	srv := grpctest.StartWith(t, grpctest.Options{Config: &cfg, Server: []grpcserver.Option{grpcserver.WithKubeClient(cluster)}},
+		func(s *grpcserver.Server) { s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, answering{}) })
+	stop := floodOfConnections(srv)
+	defer stop()
+	waitFor(t, "the flood over its bound", func() bool {
+		return connMetric(t, srv, "jobplane_connections_closed_total", "reason", "unidentified_evicted") > bound
+	})
+	if err := validateOn(newConn(t, srv), "alice"); err != nil {
+		t.Fatalf("a call authenticated during the flood: %v", err)
+	}
+}
+
+// floodOfConnections opens a connection to srv every 2 ms, never calling,
+// until stopped.
+func floodOfConnections(srv *grpctest.Server) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
 	var flood sync.WaitGroup
 	flood.Go(func() {
 		var open []net.Conn
@@ -177,19 +215,7 @@ func TestAFloodOfConnectionsLeavesRoomForACaller(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 	})
-	waitFor(t, "the flood over its bound", func() bool {
-		return connMetric(t, srv, "jobplane_connections_closed_total", "reason", "unidentified_evicted") > bound
-	})
-	for i := range 10 {
-		if err := validateOn(newConn(t, srv), "alice"); err != nil {
-			t.Errorf("call %d during the flood: %v", i, err)
-		}
-	}
-	stop()
-	flood.Wait()
-	if got := connMetric(t, srv, "jobplane_connections_open", "state", "unidentified"); got > bound {
-		t.Errorf("%v unidentified connections open, bound %d", got, bound)
-	}
+	return func() { cancel(); flood.Wait() }
 }
 
 // A connection has at most so many calls open at once: the server sees no

@@ -163,6 +163,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	s.authn = auth.NewAuthenticator(cfg.Auth, s.kube, logger)
 	s.admission = admission.New(cfg.Admission.Config(), s.registry)
 	s.conns = newConnGate(cfg, s.registry)
+	s.admission.SetConnCloser(func(conn string) bool { return s.conns.closeByID(conn, "unread_answers_reclaimed") })
 	s.auth = auth.NewInterceptor(cfg.Auth, s.authn, s.authz, auth.Rules, logger)
 
 	unary, stream := s.interceptors()

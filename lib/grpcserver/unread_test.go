@@ -118,7 +118,10 @@ func dialNeverReading(t *testing.T, addr, token string) *neverReading {
 	return c
 }
 
-func (c *neverReading) call(path string) {
+func (c *neverReading) call(path string) { c.callWith(path, nil) }
+
+// callWith opens a call of path whose request is msg's encoding.
+func (c *neverReading) callWith(path string, msg []byte) {
 	var block bytes.Buffer
 	enc := hpack.NewEncoder(&block)
 	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", path}, {":authority", "jobplane"},
@@ -130,7 +133,8 @@ func (c *neverReading) call(path string) {
 	id := c.next
 	c.next += 2
 	c.framer.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block.Bytes(), EndHeaders: true})
-	c.framer.WriteData(id, true, []byte{0, 0, 0, 0, 0}) // an empty request
+	// The gRPC message: not compressed, its length, itself.
+	c.framer.WriteData(id, true, append([]byte{0, byte(len(msg) >> 24), byte(len(msg) >> 16), byte(len(msg) >> 8), byte(len(msg))}, msg...))
 }
 
 func (c *neverReading) readFrames() {

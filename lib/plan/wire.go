@@ -8,6 +8,11 @@ import (
 	"github.com/jobplane/jobplane/lib/podwire"
 )
 
+// ReasonTooLarge is the ErrorInfo reason of a snapshot larger than the
+// planner takes (RESOURCE_EXHAUSTED), refused by the executor before it is
+// sent.
+const ReasonTooLarge = "SNAPSHOT_TOO_LARGE"
+
 // WireRequest is a StreamPlanSync request encoded for the wire, its pods
 // written straight from the Kubernetes pods (podwire.AppendPod) rather than
 // converted to messages and then encoded: the bytes of the request as

@@ -161,7 +161,10 @@ type CronServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT for a bad filter; OUT_OF_RANGE when the
 	// resource_version to resume from is too old; UNAVAILABLE when the API
-	// server cannot be reached.
+	// server cannot be reached; RESOURCE_EXHAUSTED with RetryInfo when the
+	// caller has its streams open already (TOO_MANY_STREAMS), or holds more
+	// of its priority level's streams than another caller that needs one
+	// (STREAM_PREEMPTED): resume after the delay.
 	//
 	// Authorization: watch cronjobs.jobplane.dev (cronjobs.batch for
 	// api_version batch/v1) in the namespace (every namespace: at the cluster
@@ -419,7 +422,10 @@ type CronServiceServer interface {
 	//
 	// Errors: INVALID_ARGUMENT for a bad filter; OUT_OF_RANGE when the
 	// resource_version to resume from is too old; UNAVAILABLE when the API
-	// server cannot be reached.
+	// server cannot be reached; RESOURCE_EXHAUSTED with RetryInfo when the
+	// caller has its streams open already (TOO_MANY_STREAMS), or holds more
+	// of its priority level's streams than another caller that needs one
+	// (STREAM_PREEMPTED): resume after the delay.
 	//
 	// Authorization: watch cronjobs.jobplane.dev (cronjobs.batch for
 	// api_version batch/v1) in the namespace (every namespace: at the cluster

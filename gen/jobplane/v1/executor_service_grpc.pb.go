@@ -156,7 +156,10 @@ type ExecutorServiceClient interface {
 	// Errors: INVALID_ARGUMENT for a bad label selector; OUT_OF_RANGE when the
 	// resourceVersion to resume from is too old (list again with ListJobs or
 	// watch from the current state); UNAVAILABLE when the API server cannot be
-	// reached.
+	// reached; RESOURCE_EXHAUSTED with RetryInfo when the caller has its
+	// streams open already (TOO_MANY_STREAMS), or holds more of its priority
+	// level's streams than another caller that needs one (STREAM_PREEMPTED):
+	// resume after the delay.
 	//
 	// Authorization: watch jobs.batch in the namespace (every namespace: at
 	// the cluster scope).
@@ -391,7 +394,10 @@ type ExecutorServiceServer interface {
 	// Errors: INVALID_ARGUMENT for a bad label selector; OUT_OF_RANGE when the
 	// resourceVersion to resume from is too old (list again with ListJobs or
 	// watch from the current state); UNAVAILABLE when the API server cannot be
-	// reached.
+	// reached; RESOURCE_EXHAUSTED with RetryInfo when the caller has its
+	// streams open already (TOO_MANY_STREAMS), or holds more of its priority
+	// level's streams than another caller that needs one (STREAM_PREEMPTED):
+	// resume after the delay.
 	//
 	// Authorization: watch jobs.batch in the namespace (every namespace: at
 	// the cluster scope).

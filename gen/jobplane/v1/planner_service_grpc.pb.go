@@ -81,7 +81,17 @@ type PlannerServiceClient interface {
 	// (never sent, evicted, dropped, or superseded by a later request): the
 	// client resends that snapshot in full.
 	//
-	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller.
+	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller;
+	// RESOURCE_EXHAUSTED for a request larger than the planner takes, which
+	// ends the stream and every request on it. The stream's response headers
+	// say that size at once ("jobplane-max-message-bytes", in bytes: the
+	// smaller of -max-recv-msg-bytes and the caller's priority level's bytes
+	// budget over -request-memory-per-byte), so that a client refuses a
+	// larger snapshot itself, alone (the executor: RESOURCE_EXHAUSTED
+	// SNAPSHOT_TOO_LARGE and a Warning event SnapshotTooLarge on the Job);
+	// RESOURCE_EXHAUSTED STREAM_PREEMPTED with RetryInfo when the caller
+	// holds more of its priority level's streams than another caller that
+	// needs one.
 	//
 	// Authorization: authentication only (a pure function of the request).
 	StreamPlanSync(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StreamPlanSyncRequest, StreamPlanSyncResponse], error)
@@ -196,7 +206,17 @@ type PlannerServiceServer interface {
 	// (never sent, evicted, dropped, or superseded by a later request): the
 	// client resends that snapshot in full.
 	//
-	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller.
+	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller;
+	// RESOURCE_EXHAUSTED for a request larger than the planner takes, which
+	// ends the stream and every request on it. The stream's response headers
+	// say that size at once ("jobplane-max-message-bytes", in bytes: the
+	// smaller of -max-recv-msg-bytes and the caller's priority level's bytes
+	// budget over -request-memory-per-byte), so that a client refuses a
+	// larger snapshot itself, alone (the executor: RESOURCE_EXHAUSTED
+	// SNAPSHOT_TOO_LARGE and a Warning event SnapshotTooLarge on the Job);
+	// RESOURCE_EXHAUSTED STREAM_PREEMPTED with RetryInfo when the caller
+	// holds more of its priority level's streams than another caller that
+	// needs one.
 	//
 	// Authorization: authentication only (a pure function of the request).
 	StreamPlanSync(grpc.BidiStreamingServer[StreamPlanSyncRequest, StreamPlanSyncResponse]) error

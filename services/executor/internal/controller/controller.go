@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
@@ -349,6 +350,10 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 	c.metrics.plannerDuration.Observe(time.Since(planStart).Seconds())
 	if err != nil {
 		c.metrics.plannerErrors.Inc()
+		if apierr.Reason(err) == plan.ReasonTooLarge {
+			// Only the Job's owner can make it fit: tell it on the Job.
+			c.recorder.Event(job, corev1.EventTypeWarning, reasonSnapshotTooLarge, status.Convert(err).Message())
+		}
 		return nil, nil, job, fmt.Errorf("asking the planner: %w", err)
 	}
 	p, errs := plan.FromProto(resp, field.NewPath("plan"))

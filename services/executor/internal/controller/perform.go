@@ -33,6 +33,9 @@ const (
 	reasonFailedCreate     = "FailedCreate"
 	reasonSuccessfulDelete = "SuccessfulDelete"
 	reasonFailedDelete     = "FailedDelete"
+	// reasonSnapshotTooLarge is jobplane's: a Job whose pods are more than
+	// the planner takes in one request is not planned.
+	reasonSnapshotTooLarge = "SnapshotTooLarge"
 )
 
 // slowStartInitialBatchSize is the reference's first creation batch.

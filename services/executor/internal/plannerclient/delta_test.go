@@ -45,6 +45,9 @@ type heldSnapshot struct {
 }
 
 func (f *deltaPlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1.StreamPlanSyncRequest, jobplanev1.StreamPlanSyncResponse]) error {
+	if err := sendMaxMessage(stream, 64<<20); err != nil {
+		return err
+	}
 	held := map[string]*heldSnapshot{}
 	for {
 		req, err := stream.Recv()

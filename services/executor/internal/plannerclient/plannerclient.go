@@ -16,15 +16,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/types"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	libplan "github.com/jobplane/jobplane/lib/plan"
 )
@@ -42,6 +42,7 @@ type Client struct {
 	backoff time.Duration
 
 	fullResends atomic.Int64
+	streams     atomic.Int64
 }
 
 // stream is one open StreamPlanSync call and its requests waiting for an
@@ -50,6 +51,9 @@ type stream struct {
 	call   jobplanev1.PlannerService_StreamPlanSyncClient
 	cancel context.CancelFunc
 	sendMu sync.Mutex
+	// maxMessage is the largest request the planner takes on it; 0:
+	// unknown.
+	maxMessage int
 
 	mu      sync.Mutex
 	waiting map[string]chan result
@@ -165,27 +169,44 @@ func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*job
 	return p, err
 }
 
+// Streams is the number of streams opened: one, unless one broke.
+func (c *Client) Streams() int64 { return c.streams.Load() }
+
 // FullResends is the number of deltas the planner answered with
 // SNAPSHOT_BASE_UNKNOWN, resent in full.
 func (c *Client) FullResends() int64 { return c.fullResends.Load() }
 
 // baseUnknown: the planner does not hold the delta's base.
 func baseUnknown(err error) bool {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.FailedPrecondition {
-		return false
+	return status.Code(err) == codes.FailedPrecondition && apierr.Reason(err) == "SNAPSHOT_BASE_UNKNOWN"
+}
+
+// tooLarge refuses msg, a request for s, if the planner would not take it:
+// sent, it would end the stream every Job's plans share.
+func (s *stream) tooLarge(msg any) error {
+	if s.maxMessage <= 0 {
+		return nil
 	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == "SNAPSHOT_BASE_UNKNOWN" {
-			return true
-		}
+	var size int
+	switch m := msg.(type) {
+	case *libplan.WireRequest:
+		size = m.Size()
+	case proto.Message:
+		size = proto.Size(m)
 	}
-	return false
+	if size <= s.maxMessage {
+		return nil
+	}
+	return apierr.New(codes.ResourceExhausted, libplan.ReasonTooLarge, map[string]string{"size": strconv.Itoa(size), "limit": strconv.Itoa(s.maxMessage)},
+		"the Job's snapshot is %d bytes, more than the planner takes (%d): fewer pods, or smaller ones (annotations, labels), or a planner with more memory (-max-recv-msg-bytes, GOMEMLIMIT)", size, s.maxMessage)
 }
 
 // exchange sends msg, the request id (a StreamPlanSyncRequest, or one
 // encoded: libplan.WireRequest), on s and waits for its answer.
 func (c *Client) exchange(ctx context.Context, s *stream, id string, msg any) (*jobplanev1.SyncPlan, error) {
+	if err := s.tooLarge(msg); err != nil {
+		return nil, err
+	}
 	ch := make(chan result, 1)
 	if err := s.register(id, ch); err != nil {
 		return nil, err
@@ -232,6 +253,10 @@ func (c *Client) open() (*stream, string, error) {
 	// The chassis' codec sends the requests written straight from the
 	// Kubernetes objects (libplan.WireRequest).
 	call, err := c.planner.StreamPlanSync(ctx, grpcserver.CallCodec())
+	var maxMessage int
+	if err == nil {
+		maxMessage, err = largestMessage(call)
+	}
 	if !timer.Stop() && err == nil {
 		err = fmt.Errorf("opening the stream took more than %s", openTimeout)
 	}
@@ -240,10 +265,26 @@ func (c *Client) open() (*stream, string, error) {
 		c.failedOpen()
 		return nil, "", unavailable(err)
 	}
-	s := &stream{call: call, cancel: cancel, waiting: map[string]chan result{}, bases: map[types.UID]*libplan.Sent{}}
+	c.streams.Add(1)
+	s := &stream{call: call, cancel: cancel, maxMessage: maxMessage, waiting: map[string]chan result{}, bases: map[types.UID]*libplan.Sent{}}
 	c.stream = s
 	go c.receive(s)
 	return s, id, nil
+}
+
+// largestMessage is the largest request the planner takes on call, as its
+// header says (grpcserver.MaxMessageHeader); 0 when it does not say.
+func largestMessage(call jobplanev1.PlannerService_StreamPlanSyncClient) (int, error) {
+	md, err := call.Header()
+	if err != nil {
+		return 0, err
+	}
+	if v := md.Get(grpcserver.MaxMessageHeader); len(v) == 1 {
+		if n, err := strconv.Atoi(v[0]); err == nil {
+			return n, nil
+		}
+	}
+	return 0, nil
 }
 
 // failedOpen pushes the next attempt back, exponentially; c.mu is held.

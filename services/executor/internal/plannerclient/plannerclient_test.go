@@ -1,11 +1,13 @@
 package plannerclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,9 +20,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/grpcserver"
+	libplan "github.com/jobplane/jobplane/lib/plan"
 )
 
 // fakePlanner answers each snapshot with a plan whose summary names the
@@ -29,13 +35,18 @@ import (
 // requests at once, last first, so that answers come out of order.
 type fakePlanner struct {
 	jobplanev1.UnimplementedPlannerServiceServer
-	batch    int
-	streams  atomic.Int32
-	received atomic.Int32
+	batch int
+	// maxMessage is the largest request it says it takes; 0: 64 MiB.
+	maxMessage int
+	streams    atomic.Int32
+	received   atomic.Int32
 }
 
 func (f *fakePlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1.StreamPlanSyncRequest, jobplanev1.StreamPlanSyncResponse]) error {
 	f.streams.Add(1)
+	if err := sendMaxMessage(stream, cmp.Or(f.maxMessage, 64<<20)); err != nil {
+		return err
+	}
 	var pending []*jobplanev1.StreamPlanSyncRequest
 	for {
 		req, err := stream.Recv()
@@ -151,6 +162,31 @@ func newClient(t *testing.T, p *planner) *Client {
 		conn.Close()
 	})
 	return c
+}
+
+// sendMaxMessage opens stream with the header the chassis sends: the
+// largest message it takes.
+func sendMaxMessage(stream grpc.ServerStream, n int) error {
+	return stream.SendHeader(metadata.Pairs(grpcserver.MaxMessageHeader, strconv.Itoa(n)))
+}
+
+// A snapshot larger than the planner says it takes is refused before it is
+// sent, alone: sent, it would end the stream, and every call on it.
+func TestASnapshotTooLargeFailsOnlyItsCall(t *testing.T) {
+	impl := &fakePlanner{maxMessage: 1000}
+	c := newClient(t, startPlanner(t, impl))
+	req := request("big")
+	req.Job.Metadata.Annotations = map[string]string{"note": strings.Repeat("x", 1000)}
+	_, err := c.Plan(context.Background(), req)
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || apierr.Reason(err) != libplan.ReasonTooLarge || !strings.Contains(st.Message(), "1000") {
+		t.Fatalf("a snapshot too large: %v, want RESOURCE_EXHAUSTED %s naming the limit", err, libplan.ReasonTooLarge)
+	}
+	if summary, err := plan(t, c, "after"); err != nil || summary != "plan for after" {
+		t.Errorf("plan after it = %q, %v", summary, err)
+	}
+	if n, got := impl.streams.Load(), impl.received.Load(); n != 1 || got != 1 {
+		t.Errorf("%d streams opened, %d requests received; want 1 and 1", n, got)
+	}
 }
 
 func plan(t *testing.T, c *Client, name string) (string, error) {

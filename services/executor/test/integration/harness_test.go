@@ -50,6 +50,8 @@ type env struct {
 	// requests records the API requests of the controller.
 	requests *requestLog
 	ctrl     *controller.Controller
+	// plans is the controller's client of the planner.
+	plans *plannerclient.Client
 	// api is ExecutorService over the controller; its callers are anonymous
 	// and allowed everything.
 	api jobplanev1.ExecutorServiceClient
@@ -113,14 +115,16 @@ type options struct {
 	apiServer []string
 	// gates are the controller's feature gates.
 	gates featuregates.Features
+	// planner are the planner's extra flags.
+	planner []string
 }
 
 func startWith(t *testing.T, o options) *env {
 	t.Helper()
 	api := kubetest.StartAPIServer(t, kubetest.WithFlags(o.apiServer...))
-	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"), "-shutdown-drain", "0s",
+	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"), append([]string{"-shutdown-drain", "0s",
 		// On loopback; the controller calls it without credentials.
-		"-authn-anonymous")
+		"-authn-anonymous"}, o.planner...)...)
 
 	log := &requestLog{}
 	cfg := rest.CopyConfig(api.Config)
@@ -165,7 +169,7 @@ func startWith(t *testing.T, o options) *env {
 			ManagedBy: managedBy, Log: slog.New(slog.DiscardHandler),
 		}))
 	})
-	return &env{client: api.Client, config: api.Config, requests: log, ctrl: ctrl, api: jobplanev1.NewExecutorServiceClient(srv.Conn)}
+	return &env{client: api.Client, config: api.Config, requests: log, ctrl: ctrl, plans: plans, api: jobplanev1.NewExecutorServiceClient(srv.Conn)}
 }
 
 func namespace(t *testing.T, client kubernetes.Interface, name string) {

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,4 +176,53 @@ func hasCondition(job *batchv1.Job, typ batchv1.JobConditionType) bool {
 	return slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool {
 		return c.Type == typ && c.Status == corev1.ConditionTrue
 	})
+}
+
+// A Job whose snapshot is larger than the planner takes (here its pods'
+// annotations) is refused alone, with a Warning event on it, before it is
+// sent: sent, it would end the stream every Job's plans share, at each of
+// its syncs. Another namespace's Job runs beside it on the one stream.
+func TestAJobTooLargeToPlanBreaksNoOneElsesPlans(t *testing.T) {
+	e := startWith(t, options{planner: []string{"-max-recv-msg-bytes", "262144"}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const huge, small = "huge", "small"
+	namespace(t, e.client, huge)
+	namespace(t, e.client, small)
+	// Its first snapshot (no pods) fits; once its four pods exist, four
+	// times 100 KB of annotations do not.
+	big := newJob(huge, "big", 4, 4)
+	big.Spec.Template.Annotations = map[string]string{"note": strings.Repeat("x", 100<<10)}
+	if _, err := e.client.BatchV1().Jobs(huge).Create(ctx, big, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the big Job refused, with an event", func() (bool, error) {
+		events, err := e.client.CoreV1().Events(huge).List(ctx, metav1.ListOptions{FieldSelector: "reason=SnapshotTooLarge"})
+		if err != nil || len(events.Items) == 0 {
+			return false, err
+		}
+		if msg := events.Items[0].Message; !strings.Contains(msg, "262144") {
+			t.Errorf("the event says %q, not the planner's limit", msg)
+		}
+		return true, nil
+	})
+	if _, err := e.client.BatchV1().Jobs(small).Create(ctx, newJob(small, "one", 1, 1), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the small Job's pod", func() (bool, error) {
+		pods, err := e.client.CoreV1().Pods(small).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 1, err
+	})
+	finishPods(t, e.client, small)
+	waitFor(t, 30*time.Second, "the small Job complete", func() (bool, error) {
+		job, err := e.client.BatchV1().Jobs(small).Get(ctx, "one", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, finish := finished(job)
+		return finish == batchv1.JobComplete, nil
+	})
+	if n := e.plans.Streams(); n != 1 {
+		t.Errorf("%d planner streams opened, want the first alone: the big Job broke it", n)
+	}
 }
