@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/kubeconv"
@@ -134,10 +136,8 @@ func TestConvertersAgreeWithProtojson(t *testing.T) {
 			if len(kube.Labels) == 0 {
 				t.Fatal("the pod has no labels to leave out")
 			}
-			unlabeled := proto.Clone(converted).(*jobplanev1.Pod)
-			unlabeled.Metadata.Labels = nil
-			if diff := cmp.Diff(unlabeled, kubeconv.PodFromKubeWithoutLabels(&kube), protocmp.Transform()); diff != "" {
-				t.Errorf("PodFromKubeWithoutLabels is not PodFromKube without the labels:\n%s", diff)
+			if diff := cmp.Diff(forSync(converted), kubeconv.PodFromKubeForSync(&kube), protocmp.Transform()); diff != "" {
+				t.Errorf("PodFromKubeForSync is not PodFromKube without what a sync does not read:\n%s", diff)
 			}
 		})
 	}
@@ -350,5 +350,72 @@ func TestJobWithoutSpecConverts(t *testing.T) {
 	job, err := kubeconv.JobToKube(&jobplanev1.Job{Metadata: &jobplanev1.ObjectMeta{Name: "j"}}, kubeconv.FullTemplate)
 	if err != nil || job.Name != "j" {
 		t.Fatalf("JobToKube of a Job without spec = %v, %v", job, err)
+	}
+}
+
+// forSync is p without what a sync does not read: labels, annotations but
+// the sync's, containers' messages.
+func forSync(p *jobplanev1.Pod) *jobplanev1.Pod {
+	out := proto.Clone(p).(*jobplanev1.Pod)
+	out.Metadata.Labels = nil
+	for k := range out.Metadata.Annotations {
+		if !slices.Contains(kubeconv.SyncAnnotations[:], k) {
+			delete(out.Metadata.Annotations, k)
+		}
+	}
+	if len(out.Metadata.Annotations) == 0 {
+		out.Metadata.Annotations = nil
+	}
+	for _, st := range append(out.GetStatus().GetInitContainerStatuses(), out.GetStatus().GetContainerStatuses()...) {
+		if w := st.GetState().GetWaiting(); w != nil {
+			w.Message = ""
+		}
+		if t := st.GetState().GetTerminated(); t != nil {
+			t.Message = ""
+		}
+	}
+	return out
+}
+
+// A pod for a sync keeps the annotations a sync reads and leaves out the
+// rest, its labels and its containers' messages (a tenant writes them),
+// whether converted alone or by a request's converter, which leaves the
+// informer's pod as it was.
+func TestAPodForASyncKeepsWhatTheSyncReads(t *testing.T) {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "x"}, Annotations: map[string]string{
+			"note": strings.Repeat("x", 100<<10), batchv1.JobCompletionIndexAnnotation: "3", batchv1.JobIndexFailureCountAnnotation: "1",
+		}},
+		Status: corev1.PodStatus{
+			Message:    "evicted",
+			Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Message: "kept"}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
+				Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error", Message: strings.Repeat("y", 4096)},
+			}}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "i", State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "long"},
+			}}},
+		},
+	}
+	before := p.DeepCopy()
+	for name, got := range map[string]*jobplanev1.Pod{"alone": kubeconv.PodFromKubeForSync(p), "in a request": kubeconv.NewSyncPodConverter(1).FromKube(p)} {
+		meta, status := got.GetMetadata(), got.GetStatus()
+		if meta.GetLabels() != nil || len(meta.GetAnnotations()) != 2 || meta.GetAnnotations()[batchv1.JobCompletionIndexAnnotation] != "3" ||
+			meta.GetAnnotations()[batchv1.JobIndexFailureCountAnnotation] != "1" {
+			t.Errorf("%s: labels %v, annotations %v; want the two a sync reads alone", name, meta.GetLabels(), meta.GetAnnotations())
+		}
+		terminated, waiting := status.GetContainerStatuses()[0].GetState().GetTerminated(), status.GetInitContainerStatuses()[0].GetState().GetWaiting()
+		if terminated.GetMessage() != "" || waiting.GetMessage() != "" || terminated.GetExitCode() != 3 || terminated.GetReason() != "Error" || waiting.GetReason() != "ImagePullBackOff" {
+			t.Errorf("%s: containers' states %v, %v; want their reasons and exit code without messages", name, terminated, waiting)
+		}
+		if status.GetMessage() != "evicted" || status.GetConditions()[0].GetMessage() != "kept" {
+			t.Errorf("%s: the pod's message %q and its conditions' %v, set by the cluster, are kept", name, status.GetMessage(), status.GetConditions())
+		}
+		if diff := cmp.Diff(forSync(kubeconv.PodFromKube(p)), got, protocmp.Transform()); diff != "" {
+			t.Errorf("%s differs from PodFromKube without what a sync does not read:\n%s", name, diff)
+		}
+	}
+	if diff := cmp.Diff(before, p); diff != "" {
+		t.Errorf("the informer's pod changed:\n%s", diff)
 	}
 }

@@ -30,7 +30,7 @@ func TestChunkedConvertersAreOneAtATime(t *testing.T) {
 	kube = append(kube, waiting, &corev1.Pod{})
 	kube = append(kube, kube...) // more pods than a chunk of len(kube)/2 holds
 
-	to := kubeconv.NewPodConverter(len(kube)/2, false)
+	to := kubeconv.NewSyncPodConverter(len(kube) / 2)
 	from := kubeconv.NewKubePodConverter(len(kube) / 2)
 	var chunked []*jobplanev1.Pod
 	for _, p := range kube {
@@ -41,9 +41,9 @@ func TestChunkedConvertersAreOneAtATime(t *testing.T) {
 		from.IntoKube(p, &back[i])
 	}
 	for i, p := range kube {
-		want := kubeconv.PodFromKubeWithoutLabels(p)
+		want := kubeconv.PodFromKubeForSync(p)
 		if diff := cmp.Diff(want, chunked[i], protocmp.Transform()); diff != "" {
-			t.Errorf("pod %d: PodConverter differs from PodFromKubeWithoutLabels:\n%s", i, diff)
+			t.Errorf("pod %d: PodConverter differs from PodFromKubeForSync:\n%s", i, diff)
 		}
 		if diff := cmp.Diff(*kubeconv.PodToKube(want), back[i]); diff != "" {
 			t.Errorf("pod %d: KubePodConverter differs from PodToKube:\n%s", i, diff)

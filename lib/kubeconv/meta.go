@@ -86,13 +86,13 @@ func ownerReferenceToKube(r *jobplanev1.OwnerReference) metav1.OwnerReference {
 // ObjectMetaFromKube converts object metadata.
 func ObjectMetaFromKube(m *metav1.ObjectMeta) *jobplanev1.ObjectMeta {
 	out := &jobplanev1.ObjectMeta{}
-	objectMetaFromKube(m, out, true)
+	objectMetaFromKube(m, out)
 	return out
 }
 
 // objectMetaFromKube converts object metadata into out, which is empty.
-func objectMetaFromKube(m *metav1.ObjectMeta, out *jobplanev1.ObjectMeta, labels bool) {
-	c := PodConverter{Labels: labels, copyShared: true}
+func objectMetaFromKube(m *metav1.ObjectMeta, out *jobplanev1.ObjectMeta) {
+	c := PodConverter{copyShared: true}
 	c.objectMetaFromKube(m, out)
 }
 

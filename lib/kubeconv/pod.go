@@ -2,6 +2,7 @@ package kubeconv
 
 import (
 	"google.golang.org/protobuf/types/known/timestamppb"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -151,24 +152,32 @@ func (c *KubePodConverter) containerStatusesToKube(cs []*jobplanev1.ContainerSta
 
 // PodFromKube converts a pod to the contract, keeping what it models.
 func PodFromKube(p *corev1.Pod) *jobplanev1.Pod {
-	c := PodConverter{Labels: true, copyShared: true}
-	return c.FromKube(p)
-}
-
-// PodFromKubeWithoutLabels is PodFromKube leaving the pod's labels out.
-func PodFromKubeWithoutLabels(p *corev1.Pod) *jobplanev1.Pod {
 	c := PodConverter{copyShared: true}
 	return c.FromKube(p)
 }
+
+// PodFromKubeForSync is PodFromKube keeping only what a sync reads
+// (PodConverter.ForSync).
+func PodFromKubeForSync(p *corev1.Pod) *jobplanev1.Pod {
+	c := PodConverter{ForSync: true, copyShared: true}
+	return c.FromKube(p)
+}
+
+// SyncAnnotations are the annotations of a pod a sync reads, in key order.
+var SyncAnnotations = [...]string{batchv1.JobCompletionIndexAnnotation, batchv1.JobIndexFailureCountAnnotation, batchv1.JobIndexIgnoredFailureCountAnnotation}
 
 // PodConverter converts pods to the contract for a request built, encoded
 // and dropped while its pods stay as they are (an informer's pods are
 // never modified): the messages share the pods' strings, maps and string
 // slices rather than copying them, and are taken from chunks
-// (NewPodConverter).
+// (NewSyncPodConverter).
 type PodConverter struct {
-	// Labels keeps the pods' labels.
-	Labels bool
+	// ForSync keeps only what a sync reads of the pods, for a request to
+	// the planner: no labels, no annotations but SyncAnnotations, no
+	// containers' messages (a tenant writes those: annotations up to 256
+	// KiB a pod, termination messages up to 12 KiB), so that a Job's
+	// snapshot is the size of what decides its sync.
+	ForSync bool
 	// copyShared copies maps and string slices (PodFromKube).
 	copyShared bool
 
@@ -187,14 +196,15 @@ type PodConverter struct {
 	times      chunk.Of[timestamppb.Timestamp]
 }
 
-// NewPodConverter is a converter for n pods, whose chunks hold the
-// messages of up to chunk.MaxSize typical pods each.
-func NewPodConverter(n int, labels bool) *PodConverter {
+// NewSyncPodConverter is a converter of n pods for a request to the
+// planner (ForSync), whose chunks hold the messages of up to
+// chunk.MaxSize typical pods each.
+func NewSyncPodConverter(n int) *PodConverter {
 	n = chunk.SizeFor(n)
 	return &PodConverter{
-		Labels: labels,
-		pods:   chunk.Of[podParts]{Size: n},
-		refs:   chunk.Of[jobplanev1.OwnerReference]{Size: n}, refPtrs: chunk.Of[*jobplanev1.OwnerReference]{Size: n},
+		ForSync: true,
+		pods:    chunk.Of[podParts]{Size: n},
+		refs:    chunk.Of[jobplanev1.OwnerReference]{Size: n}, refPtrs: chunk.Of[*jobplanev1.OwnerReference]{Size: n},
 		conditions: chunk.Of[jobplanev1.PodCondition]{Size: n}, condPtrs: chunk.Of[*jobplanev1.PodCondition]{Size: n},
 		containers: chunk.Of[jobplanev1.Container]{Size: n}, ctrPtrs: chunk.Of[*jobplanev1.Container]{Size: n},
 		statuses: chunk.Of[statusParts]{Size: n}, statusPtrs: chunk.Of[*jobplanev1.ContainerStatus]{Size: n},
@@ -261,17 +271,17 @@ func (c *PodConverter) objectMetaFromKube(m *metav1.ObjectMeta, out *jobplanev1.
 	out.ResourceVersion = m.ResourceVersion
 	switch {
 	case c.copyShared:
-		if c.Labels {
+		if !c.ForSync {
 			out.Labels = copyMap(m.Labels)
 		}
-		out.Annotations = copyMap(m.Annotations)
+		out.Annotations = copyMap(c.annotations(m.Annotations))
 		out.Finalizers = copyStrings(m.Finalizers)
 	default: // as copyMap and copyStrings leave empty ones
-		if c.Labels && len(m.Labels) > 0 {
+		if !c.ForSync && len(m.Labels) > 0 {
 			out.Labels = m.Labels
 		}
-		if len(m.Annotations) > 0 {
-			out.Annotations = m.Annotations
+		if a := c.annotations(m.Annotations); len(a) > 0 {
+			out.Annotations = a
 		}
 		if len(m.Finalizers) > 0 {
 			out.Finalizers = m.Finalizers
@@ -287,6 +297,33 @@ func (c *PodConverter) objectMetaFromKube(m *metav1.ObjectMeta, out *jobplanev1.
 		ref.Controller, ref.BlockOwnerDeletion = r.Controller, r.BlockOwnerDeletion
 		out.OwnerReferences[i] = ref
 	}
+}
+
+// annotations are those of a the converter keeps: all, or for a sync
+// SyncAnnotations (a's own map when it has no others).
+func (c *PodConverter) annotations(a map[string]string) map[string]string {
+	if !c.ForSync {
+		return a
+	}
+	kept := 0
+	for _, k := range SyncAnnotations {
+		if _, ok := a[k]; ok {
+			kept++
+		}
+	}
+	if kept == len(a) {
+		return a
+	}
+	if kept == 0 {
+		return nil
+	}
+	out := make(map[string]string, kept)
+	for _, k := range SyncAnnotations {
+		if v, ok := a[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // timeFromKube is TimeFromKube with the timestamp from a chunk.
@@ -316,7 +353,10 @@ func (c *PodConverter) containerStatusesFromKube(cs []corev1.ContainerStatus) []
 		st := &parts.state
 		if w := in.State.Waiting; w != nil {
 			st.Waiting = c.waiting.One()
-			st.Waiting.Reason, st.Waiting.Message = w.Reason, w.Message
+			st.Waiting.Reason = w.Reason
+			if !c.ForSync {
+				st.Waiting.Message = w.Message
+			}
 		}
 		if r := in.State.Running; r != nil {
 			st.Running = c.running.One()
@@ -328,10 +368,12 @@ func (c *PodConverter) containerStatusesFromKube(cs []corev1.ContainerStatus) []
 				ExitCode:    t.ExitCode,
 				Signal:      t.Signal,
 				Reason:      t.Reason,
-				Message:     t.Message,
 				StartedAt:   c.timeFromKube(&t.StartedAt),
 				FinishedAt:  c.timeFromKube(&t.FinishedAt),
 				ContainerId: t.ContainerID,
+			}
+			if !c.ForSync {
+				st.Terminated.Message = t.Message
 			}
 		}
 		s := &parts.status

@@ -58,7 +58,7 @@ func TestTrimForCacheKeepsWhatDecisionsRead(t *testing.T) {
 		if !proto.Equal(kubeconv.PodFromKube(trimmed), kubeconv.PodFromKube(whole)) {
 			t.Fatalf("pod %d: the contract's Pod differs once trimmed", i)
 		}
-		if !bytes.Equal(podwire.AppendPod(nil, 1, trimmed, true), podwire.AppendPod(nil, 1, whole, true)) {
+		if !bytes.Equal(podwire.AppendPod(nil, 1, trimmed, false), podwire.AppendPod(nil, 1, whole, false)) {
 			t.Fatalf("pod %d: AppendPod differs once trimmed", i)
 		}
 		wantMeta := whole.ObjectMeta.DeepCopy()

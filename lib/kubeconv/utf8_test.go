@@ -120,7 +120,7 @@ func TestRepairsAreDeterministicAndLeaveTheObjectAlone(t *testing.T) {
 		}
 	}
 	pod := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "s", RestartPolicy: ptr.To(corev1.ContainerRestartPolicy(invalid))}}}}
-	kubeconv.NewPodConverter(1, false).FromKube(pod)
+	kubeconv.NewSyncPodConverter(1).FromKube(pod)
 	if string(*pod.Spec.InitContainers[0].RestartPolicy) != invalid {
 		t.Errorf("the pod's restartPolicy was written through: %q", *pod.Spec.InitContainers[0].RestartPolicy)
 	}

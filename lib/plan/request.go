@@ -37,11 +37,13 @@ func newRequest(job *batchv1.Job, state State, now time.Time, finalizer string) 
 	return req
 }
 
-// newPodConverter converts n pods for a request, without their labels:
-// the sync semantics read none (the executor matched the pods to the Job
-// already), and they are a quarter of a typical pod's bytes on the wire and
-// most of its encoding time. The request shares the pods' strings, maps
-// and slices, and is dropped once sent.
+// newPodConverter converts n pods for a request, keeping what a sync reads
+// (kubeconv.PodConverter.ForSync): not their labels (the executor matched
+// the pods to the Job already; they are a quarter of a typical pod's bytes
+// on the wire and most of its encoding time), nor the annotations and
+// messages no decision reads, which a tenant could make larger than the
+// planner takes. The request shares the pods' strings, maps and slices,
+// and is dropped once sent.
 func newPodConverter(n int) *kubeconv.PodConverter {
-	return kubeconv.NewPodConverter(n, false)
+	return kubeconv.NewSyncPodConverter(n)
 }

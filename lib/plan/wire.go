@@ -107,7 +107,7 @@ func wireMessage(head vtMessage, podsNum protowire.Number, pods []*corev1.Pod, t
 	}
 	p := make([]byte, 0, 400*len(pods)) // a typical pod's bytes, and room
 	for _, pod := range pods {
-		p = podwire.AppendPod(p, podsNum, pod, false)
+		p = podwire.AppendPod(p, podsNum, pod, true)
 	}
 	return &WireRequest{parts: [][]byte{h, p, t}}, nil
 }

@@ -234,8 +234,10 @@ func TestEveryFieldTakesTheFastPath(t *testing.T) {
 		t.Fatalf("the fast path's pod differs from the slow path's (-slow +fast):\n%s", diff)
 	}
 	kube := kubeconv.PodToKube(filled)
-	if written := AppendPod(nil, 1, kube, true); !bytes.Equal(written, protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), marshal(t, kubeconv.PodFromKube(kube)))) {
-		t.Fatal("AppendPod wrote the filled pod otherwise than protobuf-go")
+	for forSync, m := range map[bool]*jobplanev1.Pod{false: kubeconv.PodFromKube(kube), true: kubeconv.PodFromKubeForSync(kube)} {
+		if written := AppendPod(nil, 1, kube, forSync); !bytes.Equal(written, protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), marshal(t, m))) {
+			t.Fatalf("AppendPod (for a sync %v) wrote the filled pod otherwise than protobuf-go", forSync)
+		}
 	}
 }
 
@@ -316,7 +318,7 @@ func FuzzDecodePod(f *testing.F) {
 func BenchmarkDecode(b *testing.B) {
 	var pods [][]byte
 	for _, p := range samplePods(10_000) {
-		pods = append(pods, marshal(b, kubeconv.PodFromKubeWithoutLabels(p)))
+		pods = append(pods, marshal(b, kubeconv.PodFromKubeForSync(p)))
 	}
 	out := make([]corev1.Pod, len(pods))
 	b.Run("podwire", func(b *testing.B) {

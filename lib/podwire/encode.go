@@ -9,26 +9,34 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jobplane/jobplane/lib/kubeconv"
 )
 
 // AppendPod appends field num holding the pod, encoded straight from the
-// Kubernetes pod: the bytes of kubeconv.PodFromKube's message (without labels
-// unless labels) under protobuf-go's deterministic marshaling, without
-// building the message. A request of thousands of pods is mostly its pods.
-func AppendPod(b []byte, num protowire.Number, p *corev1.Pod, labels bool) []byte {
+// Kubernetes pod: the bytes of kubeconv.PodFromKube's message (of
+// PodFromKubeForSync's when forSync) under protobuf-go's deterministic
+// marshaling, without building the message. A request of thousands of pods
+// is mostly its pods.
+func AppendPod(b []byte, num protowire.Number, p *corev1.Pod, forSync bool) []byte {
+	e := encoder{forSync: forSync}
 	return appendMessage(b, num, func(b []byte) []byte {
 		b = appendString(b, podAPIVersion, p.APIVersion)
 		b = appendString(b, podKind, p.Kind)
-		b = appendMessage(b, podMetadata, func(b []byte) []byte { return appendObjectMeta(b, &p.ObjectMeta, labels) })
+		b = appendMessage(b, podMetadata, func(b []byte) []byte { return e.appendObjectMeta(b, &p.ObjectMeta) })
 		b = appendMessage(b, podSpec, func(b []byte) []byte {
 			b = appendString(b, specNodeName, p.Spec.NodeName)
 			b = appendString(b, specRestartPolicy, string(p.Spec.RestartPolicy))
 			b = appendContainers(b, specContainers, p.Spec.Containers)
 			return appendContainers(b, specInitContainers, p.Spec.InitContainers)
 		})
-		return appendMessage(b, podStatus, func(b []byte) []byte { return appendPodStatus(b, &p.Status) })
+		return appendMessage(b, podStatus, func(b []byte) []byte { return e.appendPodStatus(b, &p.Status) })
 	})
 }
+
+// encoder writes a pod whole, or what a sync reads of it (forSync, as
+// kubeconv.PodConverter.ForSync).
+type encoder struct{ forSync bool }
 
 // appendMessage appends field num holding the message body writes. The
 // length goes before the body, which is written first in the room of a
@@ -103,17 +111,19 @@ func appendTime(b []byte, num protowire.Number, t *metav1.Time) []byte {
 	})
 }
 
-func appendObjectMeta(b []byte, m *metav1.ObjectMeta, labels bool) []byte {
+func (e encoder) appendObjectMeta(b []byte, m *metav1.ObjectMeta) []byte {
 	b = appendString(b, metaName, m.Name)
 	b = appendString(b, metaGenerateName, m.GenerateName)
 	b = appendString(b, metaNamespace, m.Namespace)
 	b = appendString(b, metaUID, string(m.UID))
 	b = appendVarint(b, metaGeneration, uint64(m.Generation))
 	b = appendString(b, metaResourceVersion, m.ResourceVersion)
-	if labels {
+	if !e.forSync {
 		b = appendMap(b, metaLabels, m.Labels)
+		b = appendMap(b, metaAnnotations, m.Annotations)
+	} else {
+		b = appendSyncAnnotations(b, m.Annotations)
 	}
-	b = appendMap(b, metaAnnotations, m.Annotations)
 	for i := range m.OwnerReferences {
 		r := &m.OwnerReferences[i]
 		b = appendMessage(b, metaOwnerReferences, func(b []byte) []byte {
@@ -152,12 +162,30 @@ func appendMap(b []byte, num protowire.Number, m map[string]string) []byte {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		b = protowire.AppendTag(b, num, protowire.BytesType)
-		v := validUTF8(m[k])
-		n := protowire.SizeTag(mapKey) + protowire.SizeBytes(len(k)) + protowire.SizeTag(mapValue) + protowire.SizeBytes(len(v))
-		b = protowire.AppendVarint(b, uint64(n))
-		b = protowire.AppendString(protowire.AppendTag(b, mapKey, protowire.BytesType), k)
-		b = protowire.AppendString(protowire.AppendTag(b, mapValue, protowire.BytesType), v)
+		b = appendMapEntry(b, num, k, validUTF8(m[k]))
+	}
+	return b
+}
+
+// appendMapEntry appends the entry k: v of the map in field num.
+func appendMapEntry(b []byte, num protowire.Number, k, v string) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	n := protowire.SizeTag(mapKey) + protowire.SizeBytes(len(k)) + protowire.SizeTag(mapValue) + protowire.SizeBytes(len(v))
+	b = protowire.AppendVarint(b, uint64(n))
+	b = protowire.AppendString(protowire.AppendTag(b, mapKey, protowire.BytesType), k)
+	return protowire.AppendString(protowire.AppendTag(b, mapValue, protowire.BytesType), v)
+}
+
+// appendSyncAnnotations appends the annotations of m a sync reads
+// (kubeconv.SyncAnnotations, in key order), as appendMap does.
+func appendSyncAnnotations(b []byte, m map[string]string) []byte {
+	if len(m) == 0 {
+		return b
+	}
+	for _, k := range kubeconv.SyncAnnotations {
+		if v, ok := m[k]; ok {
+			b = appendMapEntry(b, metaAnnotations, k, validUTF8(v))
+		}
 	}
 	return b
 }
@@ -188,7 +216,7 @@ func appendContainers(b []byte, num protowire.Number, cs []corev1.Container) []b
 	return b
 }
 
-func appendPodStatus(b []byte, s *corev1.PodStatus) []byte {
+func (e encoder) appendPodStatus(b []byte, s *corev1.PodStatus) []byte {
 	b = appendString(b, statusPhase, string(s.Phase))
 	for i := range s.Conditions {
 		c := &s.Conditions[i]
@@ -204,27 +232,31 @@ func appendPodStatus(b []byte, s *corev1.PodStatus) []byte {
 	b = appendString(b, statusMessage, s.Message)
 	b = appendString(b, statusReason, s.Reason)
 	b = appendTime(b, statusStartTime, s.StartTime)
-	b = appendContainerStatuses(b, statusInitContainerStatuses, s.InitContainerStatuses)
-	return appendContainerStatuses(b, statusContainerStatuses, s.ContainerStatuses)
+	b = e.appendContainerStatuses(b, statusInitContainerStatuses, s.InitContainerStatuses)
+	return e.appendContainerStatuses(b, statusContainerStatuses, s.ContainerStatuses)
 }
 
-func appendContainerStatuses(b []byte, num protowire.Number, cs []corev1.ContainerStatus) []byte {
+func (e encoder) appendContainerStatuses(b []byte, num protowire.Number, cs []corev1.ContainerStatus) []byte {
 	for i := range cs {
 		c := &cs[i]
 		b = appendMessage(b, num, func(b []byte) []byte {
 			b = appendString(b, containerStatusName, c.Name)
 			b = appendBool(b, containerStatusReady, c.Ready)
 			b = appendVarint(b, containerStatusRestartCount, uint64(int64(c.RestartCount)))
-			return appendMessage(b, containerStatusState, func(b []byte) []byte { return appendContainerState(b, &c.State) })
+			return appendMessage(b, containerStatusState, func(b []byte) []byte { return e.appendContainerState(b, &c.State) })
 		})
 	}
 	return b
 }
 
-func appendContainerState(b []byte, s *corev1.ContainerState) []byte {
+func (e encoder) appendContainerState(b []byte, s *corev1.ContainerState) []byte {
 	if w := s.Waiting; w != nil {
 		b = appendMessage(b, stateWaiting, func(b []byte) []byte {
-			return appendString(appendString(b, waitingReason, w.Reason), waitingMessage, w.Message)
+			b = appendString(b, waitingReason, w.Reason)
+			if e.forSync {
+				return b
+			}
+			return appendString(b, waitingMessage, w.Message)
 		})
 	}
 	if r := s.Running; r != nil {
@@ -235,7 +267,9 @@ func appendContainerState(b []byte, s *corev1.ContainerState) []byte {
 			b = appendVarint(b, terminatedExitCode, uint64(int64(t.ExitCode)))
 			b = appendVarint(b, terminatedSignal, uint64(int64(t.Signal)))
 			b = appendString(b, terminatedReason, t.Reason)
-			b = appendString(b, terminatedMessage, t.Message)
+			if !e.forSync {
+				b = appendString(b, terminatedMessage, t.Message)
+			}
 			b = appendTime(b, terminatedStartedAt, &t.StartedAt)
 			b = appendTime(b, terminatedFinishedAt, &t.FinishedAt)
 			return appendString(b, terminatedContainerID, t.ContainerID)

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
@@ -20,21 +21,21 @@ import (
 )
 
 // checkAppendPod checks that AppendPod writes the deterministic encoding of
-// the pod's converted message, with and without labels.
+// the pod's converted message, whole and for a sync.
 func checkAppendPod(t *testing.T, p *corev1.Pod) {
 	t.Helper()
-	for _, labels := range []bool{true, false} {
+	for _, forSync := range []bool{false, true} {
 		m := kubeconv.PodFromKube(p)
-		if !labels {
-			m = kubeconv.PodFromKubeWithoutLabels(p)
+		if forSync {
+			m = kubeconv.PodFromKubeForSync(p)
 		}
 		body, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := protowire.AppendBytes(protowire.AppendTag([]byte("x"), 7, protowire.BytesType), body)
-		if got := podwire.AppendPod([]byte("x"), 7, p, labels); !bytes.Equal(got, want) {
-			t.Fatalf("labels %v: AppendPod wrote\n%q\nthe message encodes as\n%q", labels, got, want)
+		if got := podwire.AppendPod([]byte("x"), 7, p, forSync); !bytes.Equal(got, want) {
+			t.Fatalf("for a sync %v: AppendPod wrote\n%q\nthe message encodes as\n%q", forSync, got, want)
 		}
 	}
 }
@@ -51,7 +52,7 @@ func TestAppendPodIsTheMessagesEncoding(t *testing.T) {
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p", GenerateName: "g-", Generation: -3, Finalizers: []string{"", "f"},
-			Labels: map[string]string{"": "", "b": string(long[:200]), "a": "1"}, Annotations: map[string]string{"k": ""},
+			Labels: map[string]string{"": "", "b": string(long[:200]), "a": "1"}, Annotations: map[string]string{"k": "", batchv1.JobIndexIgnoredFailureCountAnnotation: "", batchv1.JobCompletionIndexAnnotation: "3"},
 			OwnerReferences:   []metav1.OwnerReference{{Controller: ptr.To(false)}, {UID: "u", BlockOwnerDeletion: ptr.To(true)}},
 			DeletionTimestamp: &metav1.Time{}, DeletionGracePeriodSeconds: ptr.To(int64(0)),
 		},
@@ -63,9 +64,9 @@ func TestAppendPodIsTheMessagesEncoding(t *testing.T) {
 			Message:    string(long),
 			Conditions: []corev1.PodCondition{{}, {Type: "Ready", LastProbeTime: metav1.Unix(-5, 7)}},
 			ContainerStatuses: []corev1.ContainerStatus{{}, {RestartCount: -1, State: corev1.ContainerState{
-				Waiting:    &corev1.ContainerStateWaiting{},
+				Waiting:    &corev1.ContainerStateWaiting{Message: "pulling"},
 				Running:    &corev1.ContainerStateRunning{},
-				Terminated: &corev1.ContainerStateTerminated{ExitCode: -2, Signal: 9, FinishedAt: metav1.Unix(1, 999_999_999)},
+				Terminated: &corev1.ContainerStateTerminated{ExitCode: -2, Signal: 9, Message: string(long), FinishedAt: metav1.Unix(1, 999_999_999)},
 			}}},
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "s", Ready: true}},
 		},

@@ -31,7 +31,14 @@ type Pod struct {
 	// "Pod" when set; informational.
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// Metadata: the completion index annotation, the tracking finalizer, the
-	// controller owner reference and the deletion timestamp matter.
+	// controller owner reference and the deletion timestamp matter. A sync
+	// reads no labels and no annotations but
+	// batch.kubernetes.io/job-completion-index,
+	// batch.kubernetes.io/job-index-failure-count and
+	// batch.kubernetes.io/job-index-ignored-failure-count, nor the waiting
+	// and terminated messages of containers: a PlanSync client may leave them
+	// out, and the executor does (a tenant writes them, up to 256 KiB of
+	// annotations and 12 KiB of termination messages a pod).
 	Metadata *ObjectMeta `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
 	// The parts of the pod spec the controller reads.
 	Spec *PodSpec `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`

@@ -235,6 +235,19 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 	}
 }
 
+// waitComplete waits for the Job ns/name to be Complete.
+func waitComplete(t *testing.T, client kubernetes.Interface, ns, name string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "Job "+ns+"/"+name+" complete", func() (bool, error) {
+		job, err := client.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, finish := finished(job)
+		return finish == batchv1.JobComplete, nil
+	})
+}
+
 func finished(job *batchv1.Job) (corev1.ConditionStatus, batchv1.JobConditionType) {
 	for _, c := range job.Status.Conditions {
 		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {

@@ -178,22 +178,20 @@ func hasCondition(job *batchv1.Job, typ batchv1.JobConditionType) bool {
 	})
 }
 
-// A Job whose snapshot is larger than the planner takes (here its pods'
-// annotations) is refused alone, with a Warning event on it, before it is
-// sent: sent, it would end the stream every Job's plans share, at each of
-// its syncs. Another namespace's Job runs beside it on the one stream.
+// A Job whose snapshot is larger than the planner takes (here, at a
+// planner taking 4 KiB, its forty pods) is refused alone, with a Warning
+// event on it, before it is sent: sent, it would end the stream every
+// Job's plans share, at each of its syncs. Another namespace's Job runs
+// beside it on the one stream.
 func TestAJobTooLargeToPlanBreaksNoOneElsesPlans(t *testing.T) {
-	e := startWith(t, options{planner: []string{"-max-recv-msg-bytes", "262144"}})
+	e := startWith(t, options{planner: []string{"-max-recv-msg-bytes", "4096"}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const huge, small = "huge", "small"
 	namespace(t, e.client, huge)
 	namespace(t, e.client, small)
-	// Its first snapshot (no pods) fits; once its four pods exist, four
-	// times 100 KB of annotations do not.
-	big := newJob(huge, "big", 4, 4)
-	big.Spec.Template.Annotations = map[string]string{"note": strings.Repeat("x", 100<<10)}
-	if _, err := e.client.BatchV1().Jobs(huge).Create(ctx, big, metav1.CreateOptions{}); err != nil {
+	// Its first snapshot (no pods) fits; once its pods exist, it does not.
+	if _, err := e.client.BatchV1().Jobs(huge).Create(ctx, newJob(huge, "big", 40, 40), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "the big Job refused, with an event", func() (bool, error) {
@@ -201,7 +199,7 @@ func TestAJobTooLargeToPlanBreaksNoOneElsesPlans(t *testing.T) {
 		if err != nil || len(events.Items) == 0 {
 			return false, err
 		}
-		if msg := events.Items[0].Message; !strings.Contains(msg, "262144") {
+		if msg := events.Items[0].Message; !strings.Contains(msg, "4096") {
 			t.Errorf("the event says %q, not the planner's limit", msg)
 		}
 		return true, nil
@@ -214,15 +212,30 @@ func TestAJobTooLargeToPlanBreaksNoOneElsesPlans(t *testing.T) {
 		return err == nil && len(pods.Items) == 1, err
 	})
 	finishPods(t, e.client, small)
-	waitFor(t, 30*time.Second, "the small Job complete", func() (bool, error) {
-		job, err := e.client.BatchV1().Jobs(small).Get(ctx, "one", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		_, finish := finished(job)
-		return finish == batchv1.JobComplete, nil
-	})
+	waitComplete(t, e.client, small, "one")
 	if n := e.plans.Streams(); n != 1 {
 		t.Errorf("%d planner streams opened, want the first alone: the big Job broke it", n)
 	}
+}
+
+// A Job's pods are sent to the planner with what a sync reads of them: a
+// tenant's annotations of 100 KB on each of four pods (and a planner
+// taking 256 KiB) do not keep the Job from running.
+func TestPodsAnnotationsAreNotSentToThePlanner(t *testing.T) {
+	e := startWith(t, options{planner: []string{"-max-recv-msg-bytes", "262144"}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const ns = "annotated"
+	namespace(t, e.client, ns)
+	job := newJob(ns, "noted", 4, 4)
+	job.Spec.Template.Annotations = map[string]string{"note": strings.Repeat("x", 100<<10)}
+	if _, err := e.client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the Job's four pods", func() (bool, error) {
+		pods, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 4, err
+	})
+	finishPods(t, e.client, ns)
+	waitComplete(t, e.client, ns, "noted")
 }

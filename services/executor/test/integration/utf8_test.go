@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -55,14 +54,7 @@ func TestAJobWhoseStringsAreNotUTF8(t *testing.T) {
 	}
 
 	finishPods(t, e.client, ns)
-	waitFor(t, 30*time.Second, "the Job complete", func() (bool, error) {
-		job, err := e.client.BatchV1().Jobs(ns).Get(ctx, "odd", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		_, finish := finished(job)
-		return finish == batchv1.JobComplete, nil
-	})
+	waitComplete(t, e.client, ns, "odd")
 
 	shown := strings.ToValidUTF8(notUTF8, "\uFFFD")
 	got, err := e.api.GetJob(ctx, &jobplanev1.GetJobRequest{Namespace: ns, Name: "odd", IncludePods: true})
