@@ -27,6 +27,8 @@ func main() {
 		Flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&cfg.StreamSnapshotMaxPods, "stream-snapshot-max-pods", cfg.StreamSnapshotMaxPods,
 				"the most pods of the snapshots StreamPlanSync keeps, over all streams, as bases of deltas, each Job counting as one pod more; the least recently used are evicted (0: none kept, every delta is answered FAILED_PRECONDITION)")
+			fs.Int64Var(&cfg.StreamSnapshotMaxBytes, "stream-snapshot-max-bytes", cfg.StreamSnapshotMaxBytes,
+				"the most memory the snapshots StreamPlanSync keeps may take, over all streams, counted from the bytes they were sent as and about 2 KB a pod; the least recently used are evicted (0: a quarter of GOMEMLIMIT, or 512 MiB without one)")
 			fs.DurationVar(&cfg.PodFailureBackoff.Initial, "pod-failure-backoff", cfg.PodFailureBackoff.Initial,
 				"delay before a failed pod is replaced, doubled with each further failure (the reference's DefaultJobPodFailureBackOff)")
 			fs.DurationVar(&cfg.PodFailureBackoff.Max, "max-pod-failure-backoff", cfg.PodFailureBackoff.Max,
@@ -41,6 +43,9 @@ func main() {
 		Setup: func(_ context.Context, srv *grpcserver.Server, _ *slog.Logger) error {
 			if cfg.StreamSnapshotMaxPods < 0 {
 				return fmt.Errorf("-stream-snapshot-max-pods %d: must not be negative", cfg.StreamSnapshotMaxPods)
+			}
+			if cfg.StreamSnapshotMaxBytes < 0 {
+				return fmt.Errorf("-stream-snapshot-max-bytes %d: must not be negative", cfg.StreamSnapshotMaxBytes)
 			}
 			if b := cfg.PodFailureBackoff; b.Initial <= 0 || b.Max < b.Initial {
 				return fmt.Errorf("-pod-failure-backoff %s and -max-pod-failure-backoff %s: the first must be positive and the second no shorter", b.Initial, b.Max)

@@ -92,7 +92,8 @@ func engineSnapshot(job *batchv1.Job, pods []*corev1.Pod, req validation.SyncFie
 
 // baseFromRequest checks a full snapshot of a stream, its pods converted,
 // and makes it the base of later deltas.
-func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod, annotations []engine.PodAnnotations) (*baseSnapshot, error) {
+// sent is the request's encoded size.
+func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod, annotations []engine.PodAnnotations, sent int64) (*baseSnapshot, error) {
 	if err := apierr.Invalid("invalid PlanSync snapshot", validation.Snapshot(req, pods)); err != nil {
 		return nil, err
 	}
@@ -104,6 +105,8 @@ func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.
 	b := &baseSnapshot{
 		jobUID:    req.GetJob().GetMetadata().GetUid(),
 		id:        id,
+		sent:      sent,
+		jobSent:   int64(req.GetJob().SizeVT()),
 		jobProto:  req.GetJob(),
 		job:       job,
 		order:     make([]*slot, n),
@@ -122,8 +125,9 @@ func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.
 
 // applyDelta takes the stream's snapshot the delta is based on, checks the
 // delta (its upserted pods converted) against it and applies it. The base
-// is out of the store until planned: any error drops it (dispose).
-func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod, annotations []engine.PodAnnotations) (*baseSnapshot, error) {
+// is out of the store until planned: any error drops it (dispose). sizes
+// are the upserted pods' encoded sizes.
+func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod, annotations []engine.PodAnnotations, sizes []int64) (*baseSnapshot, error) {
 	b := bases.take(d.GetJobUid())
 	if b == nil || b.id != d.GetBaseId() || d.GetBaseId() == "" {
 		b.dispose()
@@ -142,12 +146,13 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, 
 			b.dispose()
 			return nil, invalidTemplateSpec("invalid PlanSync delta", field.NewPath("delta", "job"), err)
 		}
-		b.job, b.jobProto = job, d.GetJob()
+		b.job, b.jobProto, b.jobSent = job, d.GetJob(), int64(d.GetJob().SizeVT())
 	}
 	for _, uid := range d.GetRemovedPodUids() {
 		s := b.index[uid]
 		*s.pod = corev1.Pod{} // a pod of an array lives as long as the array
 		s.removed = true
+		b.sent -= s.sent
 		delete(b.index, uid)
 	}
 	b.setFinalizer(d.GetTrackingFinalizer())
@@ -155,8 +160,11 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, 
 	renamed := false
 	for i, pod := range upserted {
 		upsert := newSlot(pod, annotationsAt(annotations, i, pod), b.finalizer)
+		upsert.sent = sizes[i]
+		b.sent += upsert.sent
 		if s, ok := b.index[string(pod.UID)]; ok {
 			renamed = renamed || s.pod.Name != pod.Name
+			b.sent -= s.sent
 			*s.pod = corev1.Pod{}
 			*s = upsert
 			continue

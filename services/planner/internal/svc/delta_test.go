@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func TestDeltaPlansAsTheFullSnapshotAlongLifecycles(t *testing.T) {
 	if testing.Short() {
 		lifecycles = 12
 	}
-	store := newSnapshotStore(DefaultStreamSnapshotMaxPods)
+	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound)
 	bases := store.stream()
 	deltas, withJob, finished := 0, 0, 0
 	for seed := range uint64(lifecycles) {
@@ -179,7 +180,7 @@ func checkDeltaEquivalence(t *testing.T, req *jobplanev1.PlanSyncRequest, salt i
 	if salt%5 == 0 { // the pods' views are worked out again
 		base.TrackingFinalizer = "example.com/other-finalizer"
 	}
-	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods).stream()
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream()
 	defer bases.close()
 	if _, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "base", Request: base}); err != nil {
 		return false // a base refused (or of a finished Job) is not a base
@@ -244,7 +245,7 @@ func sizedRequest(t testing.TB, uid string, n int) *jobplanev1.PlanSyncRequest {
 }
 
 func TestDeltaAgainstAnUnknownBaseFailsOnlyItsResponse(t *testing.T) {
-	bases := newSnapshotStore(100).stream()
+	bases := newSnapshotStore(100, noByteBound).stream()
 	req := sizedRequest(t, "job-a", 10)
 	// Never sent.
 	_, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "1", Delta: deltaOf("0", req, req)})
@@ -278,7 +279,7 @@ func TestDeltaAgainstAnUnknownBaseFailsOnlyItsResponse(t *testing.T) {
 }
 
 func TestSnapshotsAreEvictedLeastRecentlyUsedFirstWithinTheBound(t *testing.T) {
-	store := newSnapshotStore(25)
+	store := newSnapshotStore(25, noByteBound)
 	s1, s2 := store.stream(), store.stream()
 	a, b, c := sizedRequest(t, "job-a", 10), sizedRequest(t, "job-b", 10), sizedRequest(t, "job-c", 10)
 	send := func(s *streamSnapshots, id string, m *jobplanev1.StreamPlanSyncRequest) error {
@@ -411,7 +412,7 @@ func TestExecutorDeltasPlanAsTheFullSnapshotAlongLifecycles(t *testing.T) {
 	if testing.Short() {
 		lifecycles = 8
 	}
-	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods).stream()
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream()
 	defer bases.close()
 	st := &stamper{last: map[string]string{}, rv: map[string]string{}}
 	deltas := 0
@@ -461,7 +462,7 @@ func TestExecutorDeltasPlanAsTheFullSnapshotAlongLifecycles(t *testing.T) {
 // bound holds throughout (run with -race).
 func TestConcurrentStreamsShareTheBound(t *testing.T) {
 	const streams, rounds = 6, 20
-	store := newSnapshotStore(35) // room for three Jobs of 10 pods
+	store := newSnapshotStore(35, noByteBound) // room for three Jobs of 10 pods
 	var wg sync.WaitGroup
 	errs := make(chan error, streams)
 	for i := range streams {
@@ -546,7 +547,7 @@ func TestTheConfiguredSettingsArePlanned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bases := newSnapshotStore(DefaultStreamSnapshotMaxPods).stream()
+			bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream()
 			defer bases.close()
 			streamed, err := planStreamed(bases, streamRequestOf(&jobplanev1.StreamPlanSyncRequest{Id: "1", Request: clone()}), fast)
 			if err != nil {
@@ -564,5 +565,81 @@ func TestTheConfiguredSettingsArePlanned(t *testing.T) {
 	}
 	if differ == 0 {
 		t.Fatal("no simulated sync plans differently with a 1s backoff: the test shows nothing")
+	}
+}
+
+// planStreamedWire plans a request of a stream decoded from the wire, as
+// the server decodes it.
+func planStreamedWire(t *testing.T, bases *streamSnapshots, m *jobplanev1.StreamPlanSyncRequest) error {
+	t.Helper()
+	var r streamRequest
+	if err := r.UnmarshalWire(deterministic(t, m)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := planStreamed(bases, &r, syncSettings{})
+	return err
+}
+
+// The snapshots kept are bounded by their memory too, counted from the
+// bytes they were sent as: a caller sending pods of 100 KB of annotations
+// each has as many kept as fit the bound, the least recently used evicted;
+// a delta's pods count what they weigh, and what it removes no longer.
+func TestSnapshotsAreBoundedByTheirMemory(t *testing.T) {
+	const bound = 1 << 20
+	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, bound)
+	s := store.stream()
+	heavy := func(req *jobplanev1.PlanSyncRequest) {
+		for _, p := range req.Pods {
+			p.Metadata.Annotations = map[string]string{"note": strings.Repeat("x", 100<<10)}
+		}
+	}
+	var reqs []*jobplanev1.PlanSyncRequest
+	for i := range 20 {
+		req := sizedRequest(t, fmt.Sprint("job-", i), 1)
+		heavy(req)
+		reqs = append(reqs, req)
+		if err := planStreamedWire(t, s, &jobplanev1.StreamPlanSyncRequest{Id: fmt.Sprint("full-", i), Request: req}); err != nil {
+			t.Fatal(err)
+		}
+		if held := store.heldWeight(); held.bytes > bound {
+			t.Fatalf("%d bytes held after %d snapshots, beyond the bound %d", held.bytes, i+1, bound)
+		}
+	}
+	if n := store.heldSnapshots(); n < 5 || n >= 20 {
+		t.Fatalf("%d snapshots of 100 KB held within 1 MiB, want some, not all", n)
+	}
+	failedPrecondition(t, planStreamedWire(t, s, &jobplanev1.StreamPlanSyncRequest{Id: "d0", Delta: deltaOf("full-0", reqs[0], reqs[0])}))
+
+	// A light Job's base, then a delta adding a heavy pod, then one
+	// removing it.
+	light := sizedRequest(t, "light", 2)
+	if err := planStreamedWire(t, s, &jobplanev1.StreamPlanSyncRequest{Id: "l1", Request: light}); err != nil {
+		t.Fatal(err)
+	}
+	lightHeld := func() int64 {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return s.jobs["light"].held.bytes
+	}
+	before := lightHeld()
+	withHeavy := proto.Clone(light).(*jobplanev1.PlanSyncRequest)
+	extra := sizedRequest(t, "light", 3).Pods[2]
+	withHeavy.Pods = append(withHeavy.Pods, extra)
+	heavy(&jobplanev1.PlanSyncRequest{Pods: []*jobplanev1.Pod{extra}})
+	if err := planStreamedWire(t, s, &jobplanev1.StreamPlanSyncRequest{Id: "l2", Delta: deltaOf("l1", light, withHeavy)}); err != nil {
+		t.Fatal(err)
+	}
+	if grown := lightHeld() - before; grown < 100<<10 {
+		t.Fatalf("a delta adding a pod of 100 KB grew the held bytes by %d", grown)
+	}
+	if err := planStreamedWire(t, s, &jobplanev1.StreamPlanSyncRequest{Id: "l3", Delta: deltaOf("l2", withHeavy, light)}); err != nil {
+		t.Fatal(err)
+	}
+	if after := lightHeld(); after != before {
+		t.Fatalf("%d bytes held once the heavy pod was removed, %d before it came", after, before)
+	}
+	s.close()
+	if held := store.heldWeight(); held != (weight{}) {
+		t.Fatalf("%+v held after the stream closed", held)
 	}
 }

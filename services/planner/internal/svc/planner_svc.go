@@ -3,6 +3,7 @@
 package svc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -49,6 +50,9 @@ type Config struct {
 	// pod more; 0 keeps none (every delta then fails with
 	// FAILED_PRECONDITION).
 	StreamSnapshotMaxPods int
+	// StreamSnapshotMaxBytes bounds their memory, counted from the bytes
+	// they were sent as (DefaultStreamSnapshotMaxBytes when 0).
+	StreamSnapshotMaxBytes int64
 	// PodFailureBackoff is the delay before pods replace failed ones;
 	// zero is the reference's.
 	PodFailureBackoff engine.PodFailureBackoff
@@ -63,7 +67,7 @@ func NewPlannerService() *PlannerService {
 
 // NewPlannerServiceWith returns the service configured by cfg.
 func NewPlannerServiceWith(cfg Config) *PlannerService {
-	return &PlannerService{snapshots: newSnapshotStore(max(cfg.StreamSnapshotMaxPods, 0)),
+	return &PlannerService{snapshots: newSnapshotStore(max(cfg.StreamSnapshotMaxPods, 0), cmp.Or(cfg.StreamSnapshotMaxBytes, DefaultStreamSnapshotMaxBytes())),
 		settings: syncSettings{backoff: cfg.PodFailureBackoff, features: cfg.Features}}
 }
 
@@ -193,7 +197,7 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, settings syncSetti
 		req.release()
 		return nil, apierr.Invalid("invalid StreamPlanSync request", field.ErrorList{field.Invalid(field.NewPath("delta"), field.OmitValueType{}, "exactly one of request and delta may be set")})
 	case delta != nil:
-		b, err = applyDelta(bases, req.msg.GetId(), delta, req.deltaPods, req.deltaAnnotations)
+		b, err = applyDelta(bases, req.msg.GetId(), delta, req.deltaPods, req.deltaAnnotations, req.deltaSizes)
 		if err != nil {
 			return nil, err
 		}
@@ -202,7 +206,7 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, settings syncSetti
 		if uid := full.GetJob().GetMetadata().GetUid(); uid != "" {
 			bases.take(uid).dispose() // superseded, whatever comes of this request
 		}
-		b, err = baseFromRequest(req.msg.GetId(), full, req.requestPods, req.requestAnnotations)
+		b, err = baseFromRequest(req.msg.GetId(), full, req.requestPods, req.requestAnnotations, req.size)
 		if err != nil {
 			req.release()
 			return nil, err

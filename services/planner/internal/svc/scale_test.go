@@ -162,7 +162,7 @@ func TestStreamSnapshotMemory(t *testing.T) {
 		}
 	}
 	const streams, pods = 100, 10_000
-	store := newSnapshotStore(bound)
+	store := newSnapshotStore(bound, noByteBound)
 	wire, err := proto.Marshal(scaledRequest(t, pods, 0))
 	if err != nil {
 		t.Fatal(err)

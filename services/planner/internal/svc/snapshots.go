@@ -3,6 +3,8 @@ package svc
 import (
 	"cmp"
 	"container/list"
+	"math"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -18,21 +20,53 @@ import (
 // snapshots StreamPlanSync keeps as bases of deltas, over all streams.
 const DefaultStreamSnapshotMaxPods = 1_000_000
 
-// snapshotStore holds the last snapshot of each Job of each stream, the
-// bases of deltas, within a bound on the pods held over all streams: the
-// least recently used snapshots are evicted first. A snapshot in use by its
-// stream's request is taken out of the store (and out of the count) and put
-// back once planned, so eviction never touches a snapshot in use.
-type snapshotStore struct {
-	maxPods int
+// DefaultStreamSnapshotMaxBytes is the default bound on the memory of the
+// snapshots kept: a quarter of the process's memory limit (GOMEMLIMIT;
+// the requests in flight have half), or 512 MiB without one.
+func DefaultStreamSnapshotMaxBytes() int64 {
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+		return limit / 4
+	}
+	return 512 << 20
+}
 
-	mu   sync.Mutex
-	held int        // weight of the snapshots in lru: pods, plus one per Job
+// What a kept snapshot costs beyond the bytes it was sent as (its pods'
+// strings are views of them): each pod's corev1.Pod, parts, view and slot
+// (about 2 KB, BENCHMARKS.md "Planner memory"), and the Job converted (a few KB).
+const (
+	heldPodBytes = 2 << 10
+	heldJobBytes = 4 << 10
+)
+
+// snapshotStore holds the last snapshot of each Job of each stream, the
+// bases of deltas, within bounds on the pods and on the memory held over
+// all streams: the least recently used snapshots are evicted first. The
+// memory is counted from the bytes each snapshot was sent as, so that a
+// caller sending large pods (the contract's strings, lists and maps are
+// unbounded but for the request's size) holds no more than one sending
+// small ones. A snapshot in use by its stream's request is taken out of
+// the store (and out of the count) and put back once planned, so eviction
+// never touches a snapshot in use.
+type snapshotStore struct {
+	maxPods  int
+	maxBytes int64
+
+	mu sync.Mutex
+	// held is the weight of the snapshots in lru.
+	held weight
 	lru  *list.List // of *baseSnapshot, most recently used at the front
 }
 
-func newSnapshotStore(maxPods int) *snapshotStore {
-	return &snapshotStore{maxPods: maxPods, lru: list.New()}
+// weight is what a snapshot counts against the bounds: its pods, and its
+// Job as one more, so that Jobs without pods are bounded too; and its
+// memory.
+type weight struct {
+	pods  int
+	bytes int64
+}
+
+func newSnapshotStore(maxPods int, maxBytes int64) *snapshotStore {
+	return &snapshotStore{maxPods: maxPods, maxBytes: maxBytes, lru: list.New()}
 }
 
 // streamSnapshots are the snapshots of one stream, by Job UID.
@@ -45,11 +79,15 @@ type streamSnapshots struct {
 // converts only what changed. The engine modifies neither the Job nor the
 // pods, so they are handed to it as they are.
 type baseSnapshot struct {
-	owner  *streamSnapshots
-	elem   *list.Element
-	held   int // its weight when put
-	jobUID string
-	id     string // of the request whose snapshot this is
+	owner *streamSnapshots
+	elem  *list.Element
+	held  weight // its weight when put
+	// sent are the bytes it holds of what it was sent as: the full
+	// request's (its pods' strings are views of them), and each pod
+	// upserted since (decoded alone); jobSent its Job's, decoded apart.
+	sent, jobSent int64
+	jobUID        string
+	id            string // of the request whose snapshot this is
 
 	jobProto *jobplanev1.Job
 	job      *batchv1.Job // converted and defaulted
@@ -80,6 +118,9 @@ func (b *baseSnapshot) dispose() {
 // slot is a pod of a kept snapshot, converted, and its engine view.
 type slot struct {
 	pod *corev1.Pod
+	// sent is the pod's encoded size when it was decoded alone (a delta's),
+	// 0 when its strings are views of the full request's bytes.
+	sent int64
 	// annotations are those a sync reads of the pod, not in its map.
 	annotations engine.PodAnnotations
 	view        engine.PodView
@@ -202,10 +243,10 @@ func (s *streamSnapshots) keep(b *baseSnapshot) (dropped []*baseSnapshot) {
 		dropped = append(dropped, old)
 	}
 	w := b.weight()
-	if w > st.maxPods {
+	if !st.fits(w) {
 		return append(dropped, b)
 	}
-	for st.held+w > st.maxPods {
+	for !st.fits(st.held.add(w)) {
 		evicted := st.lru.Back().Value.(*baseSnapshot)
 		st.remove(evicted)
 		dropped = append(dropped, evicted)
@@ -213,14 +254,23 @@ func (s *streamSnapshots) keep(b *baseSnapshot) (dropped []*baseSnapshot) {
 	b.owner = s
 	b.elem = st.lru.PushFront(b)
 	b.held = w
-	st.held += w
+	st.held = st.held.add(w)
 	s.jobs[b.jobUID] = b
 	return dropped
 }
 
-// weight is what a snapshot counts against the bound: its pods, and its Job
-// as one more, so that Jobs without pods are bounded too.
-func (b *baseSnapshot) weight() int { return len(b.order) + 1 }
+// fits: w is within the store's bounds.
+func (st *snapshotStore) fits(w weight) bool {
+	return w.pods <= st.maxPods && w.bytes <= st.maxBytes
+}
+
+func (w weight) add(o weight) weight {
+	return weight{pods: w.pods + o.pods, bytes: w.bytes + o.bytes}
+}
+
+func (b *baseSnapshot) weight() weight {
+	return weight{pods: len(b.order) + 1, bytes: b.sent + b.jobSent + int64(len(b.order))*heldPodBytes + heldJobBytes}
+}
 
 // close drops every snapshot of the stream.
 func (s *streamSnapshots) close() {
@@ -240,13 +290,13 @@ func (s *streamSnapshots) close() {
 // remove takes b out of the store; st.mu is held.
 func (st *snapshotStore) remove(b *baseSnapshot) {
 	st.lru.Remove(b.elem)
-	st.held -= b.held
+	st.held = st.held.add(weight{pods: -b.held.pods, bytes: -b.held.bytes})
 	delete(b.owner.jobs, b.jobUID)
 	b.elem, b.owner = nil, nil
 }
 
-// heldPods is the weight the store holds: pods, plus one per Job.
-func (st *snapshotStore) heldPods() int {
+// heldWeight is the weight the store holds.
+func (st *snapshotStore) heldWeight() weight {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.held

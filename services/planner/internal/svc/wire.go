@@ -126,6 +126,9 @@ type streamRequest struct {
 	// the annotations of each.
 	requestPods, deltaPods               []*corev1.Pod
 	requestAnnotations, deltaAnnotations []engine.PodAnnotations
+	// size is the request's encoded size; deltaSizes each upserted pod's.
+	size       int64
+	deltaSizes []int64
 	// releasePods gives back the array of requestPods (podSlab) unless
 	// the request became a base, which took it; nil when there is none.
 	releasePods func()
@@ -154,9 +157,10 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 			return err
 		}
 		*r = *streamRequestOf(m)
+		r.size = int64(len(b))
 		return nil
 	}
-	*r = streamRequest{msg: &jobplanev1.StreamPlanSyncRequest{}}
+	*r = streamRequest{msg: &jobplanev1.StreamPlanSyncRequest{}, size: int64(len(b))}
 	// A full snapshot's pods are kept together, in one array, their strings
 	// views of b, the request's bytes (the codec's copy); a delta's each
 	// alone (kept in a base, they would keep each other alive).
@@ -177,12 +181,14 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 			r.msg.Delta = &jobplanev1.PlanSyncDelta{}
 			r.deltaPods = make([]*corev1.Pod, 0, n.deltaPods)
 			r.deltaAnnotations = make([]engine.PodAnnotations, 0, n.deltaPods)
+			r.deltaSizes = make([]int64, 0, n.deltaPods)
 		}
 		return eachField(v, isPlanSyncDeltaPods, unmarshalRun(r.msg.Delta), func(_ protowire.Number, v []byte) error {
 			p := &corev1.Pod{}
 			r.deltaPods = append(r.deltaPods, p)
 			a, err := decodePod(alone, v, p, false)
 			r.deltaAnnotations = append(r.deltaAnnotations, a)
+			r.deltaSizes = append(r.deltaSizes, int64(len(v)))
 			return err
 		})
 	})
@@ -211,6 +217,9 @@ func streamRequestOf(m *jobplanev1.StreamPlanSyncRequest) *streamRequest {
 	}
 	if d := m.GetDelta(); d != nil {
 		r.deltaPods = convertPods(d.GetUpsertedPods(), false)
+		for _, p := range d.GetUpsertedPods() {
+			r.deltaSizes = append(r.deltaSizes, int64(p.SizeVT()))
+		}
 	}
 	return r
 }
