@@ -147,7 +147,8 @@ func BenchmarkScale(b *testing.B) {
 // TestStreamSnapshotMemory holds, on 100 streams, the snapshot of a
 // 10,000-pod Job each, decoded from the wire as the server decodes it
 // (streamRequest.UnmarshalWire), under
-// the bound JOBPLANE_SNAPSHOT_BOUND (default 1,000,000 pods), and reports
+// the bounds JOBPLANE_SNAPSHOT_BOUND (default 1,000,000 pods) and
+// JOBPLANE_SNAPSHOT_BYTES (default DefaultStreamSnapshotMaxBytes), and reports
 // the pods held, the Go heap and the process's RSS. It runs only when
 // JOBPLANE_SNAPSHOT_MEMORY=1 (it takes a few GB).
 func TestStreamSnapshotMemory(t *testing.T) {
@@ -161,8 +162,15 @@ func TestStreamSnapshotMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	byteBound := DefaultStreamSnapshotMaxBytes()
+	if s := os.Getenv("JOBPLANE_SNAPSHOT_BYTES"); s != "" {
+		var err error
+		if byteBound, err = strconv.ParseInt(s, 10, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
 	const streams, pods = 100, 10_000
-	store := newSnapshotStore(bound, noByteBound)
+	store := newSnapshotStore(bound, byteBound)
 	wire, err := proto.Marshal(scaledRequest(t, pods, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -197,8 +205,8 @@ func TestStreamSnapshotMemory(t *testing.T) {
 		}
 	}
 	heap := heapInuse() - before
-	t.Logf("bound %d pods: %d snapshots, %d pods held; Go heap in use %.0f MiB (%.0f B/pod held); RSS %s",
-		bound, store.heldSnapshots(), store.heldPods(), float64(heap)/(1<<20), float64(heap)/float64(max(store.heldPods(), 1)), rss())
+	t.Logf("bound %d pods, %d MiB: %d snapshots, %d pods held, %d MiB counted; Go heap in use %.0f MiB (%.0f B/pod held); RSS %s",
+		bound, byteBound>>20, store.heldSnapshots(), store.heldPods(), store.heldWeight().bytes>>20, float64(heap)/(1<<20), float64(heap)/float64(max(store.heldPods(), 1)), rss())
 	for _, s := range held {
 		s.close()
 	}
