@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -87,41 +88,61 @@ func (c *Controller) HoldAnswer(levelName, flow, conn string, n int64) (*HeldAns
 }
 
 // reclaim makes room for n more bytes of caller flow's in the full
-// level, closing connections of the caller holding the most while it holds
-// more than flow would with n; false if that is not enough.
+// level by closing connections of the caller holding the most, while it
+// holds more than flow would with n; false, closing none, if that would
+// not be enough.
 func (a *answers) reclaim(flow string, n int64) bool {
-	for a.held+n > a.max {
-		victim, most := "", a.byCaller[flow]+n
-		for caller, held := range a.byCaller {
-			if held > most {
-				victim, most = caller, held
+	if a.closeConn == nil {
+		return false
+	}
+	var closing []string
+	byCaller, byConn := maps.Clone(a.byCaller), a.heldByConn()
+	for held := a.held; held+n > a.max; {
+		victim, most := "", byCaller[flow]+n
+		for caller, h := range byCaller {
+			if h > most {
+				victim, most = caller, h
 			}
 		}
-		conn := a.fullestConn(victim)
-		if victim == "" || conn == "" || a.closeConn == nil || !a.closeConn(conn) {
+		if victim == "" {
 			return false
+		}
+		conn := fullestConn(byConn[victim])
+		closing = append(closing, conn)
+		held -= byConn[victim][conn]
+		byCaller[victim] -= byConn[victim][conn]
+		delete(byConn[victim], conn)
+	}
+	for _, conn := range closing {
+		if !a.closeConn(conn) {
+			continue // its answers stay held: it cannot be closed
 		}
 		for h := range a.byConn[conn] {
 			a.releaseLocked(h)
 		}
 	}
-	return true
+	return a.held+n <= a.max
 }
 
-// fullestConn is the connection of caller's holding the most of its
-// answers.
-func (a *answers) fullestConn(caller string) string {
-	byConn := map[string]int64{}
+// heldByConn is the bytes each caller holds on each of its connections.
+func (a *answers) heldByConn() map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
 	for conn, held := range a.byConn {
 		for h := range held {
-			if h.caller == caller {
-				byConn[conn] += h.n
+			if out[h.caller] == nil {
+				out[h.caller] = map[string]int64{}
 			}
+			out[h.caller][conn] += h.n
 		}
 	}
+	return out
+}
+
+// fullestConn is the connection holding the most of held.
+func fullestConn(held map[string]int64) string {
 	var fullest string
-	for conn, n := range byConn {
-		if n > byConn[fullest] {
+	for conn, n := range held {
+		if fullest == "" || n > held[fullest] {
 			fullest = conn
 		}
 	}

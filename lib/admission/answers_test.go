@@ -116,3 +116,24 @@ func TestUnreadAnswersAreSharedWithACallerHoldingLess(t *testing.T) {
 		t.Fatalf("held %d after the closed connection ended, want 90", all)
 	}
 }
+
+// Room that closing connections cannot make is not tried for: no
+// connection is closed for an answer refused anyway.
+func TestNoConnectionIsClosedForAnAnswerRefusedAnyway(t *testing.T) {
+	c := New(Config{Levels: map[string]LevelConfig{Workload: {Seats: 1, UnreadAnswerBytes: 100, UnreadAnswerBytesPerCaller: 60}}}, nil)
+	var closed []string
+	c.SetConnCloser(func(conn string) bool { closed = append(closed, conn); return true })
+	for _, h := range []struct {
+		caller, conn string
+		n            int64
+	}{{"a", "a1", 30}, {"a", "a2", 30}, {"c", "c1", 40}} {
+		if _, err := c.HoldAnswer(Workload, h.caller, h.conn, h.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// d's 50: a's a1 would leave no caller holding more than 50, and 30
+	// bytes short.
+	if _, err := c.HoldAnswer(Workload, "d", "d1", 50); status.Code(err) != codes.ResourceExhausted || len(closed) != 0 {
+		t.Fatalf("d's 50: %v, closed %v; want RESOURCE_EXHAUSTED and nothing closed", err, closed)
+	}
+}

@@ -16,8 +16,8 @@ import (
 
 // OpenStream admits a long-lived stream of caller flow: no seat, one of
 // the caller's StreamsPerFlow and of the level's Streams, refused at once
-// when the caller has its own or every caller holds at least as many as
-// it would. preempt is called, once and outside any lock, if another
+// when the caller has its own, or the level's are open and no caller holds
+// two more than it. preempt is called, once and outside any lock, if another
 // caller takes the stream's place; the stream should then end
 // (Ticket.Preempted says why).
 func (c *Controller) OpenStream(levelName, flow string, preempt func()) (*Ticket, error) {

@@ -51,9 +51,11 @@ type stream struct {
 	call   jobplanev1.PlannerService_StreamPlanSyncClient
 	cancel context.CancelFunc
 	sendMu sync.Mutex
-	// maxMessage is the largest request the planner takes on it; 0:
-	// unknown.
-	maxMessage int
+	// maxMessage is the largest request the planner takes on it, from
+	// its header (grpcserver.MaxMessageHeader); 0: unknown. headerSeen is
+	// closed once the header is in, or the stream ended without one.
+	maxMessage atomic.Int64
+	headerSeen chan struct{}
 
 	mu      sync.Mutex
 	waiting map[string]chan result
@@ -90,8 +92,11 @@ type result struct {
 
 const (
 	openTimeout = 5 * time.Second
-	minBackoff  = 100 * time.Millisecond
-	maxBackoff  = 5 * time.Second
+	// headerWait bounds a request's wait for its stream's header: an
+	// older planner sends none before its first answer.
+	headerWait = time.Second
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
 )
 
 // New returns a client of the planner reached through conn.
@@ -183,8 +188,16 @@ func baseUnknown(err error) bool {
 
 // tooLarge refuses msg, a request for s, if the planner would not take it:
 // sent, it would end the stream every Job's plans share.
-func (s *stream) tooLarge(msg any) error {
-	if s.maxMessage <= 0 {
+func (s *stream) tooLarge(ctx context.Context, msg any) error {
+	// The planner sends its header as the stream opens; one that does not
+	// (an older planner) sends it with its first answer.
+	select {
+	case <-s.headerSeen:
+	case <-time.After(headerWait):
+	case <-ctx.Done():
+	}
+	limit := int(s.maxMessage.Load())
+	if limit <= 0 {
 		return nil
 	}
 	var size int
@@ -194,17 +207,17 @@ func (s *stream) tooLarge(msg any) error {
 	case proto.Message:
 		size = proto.Size(m)
 	}
-	if size <= s.maxMessage {
+	if size <= limit {
 		return nil
 	}
-	return apierr.New(codes.ResourceExhausted, libplan.ReasonTooLarge, map[string]string{"size": strconv.Itoa(size), "limit": strconv.Itoa(s.maxMessage)},
-		"the Job's snapshot is %d bytes, more than the planner takes (%d): fewer pods, or smaller ones (annotations, labels), or a planner with more memory (-max-recv-msg-bytes, GOMEMLIMIT)", size, s.maxMessage)
+	return apierr.New(codes.ResourceExhausted, libplan.ReasonTooLarge, map[string]string{"size": strconv.Itoa(size), "limit": strconv.Itoa(limit)},
+		"the Job's snapshot is %d bytes, more than the planner takes (%d): fewer pods, or a planner with more memory (-max-recv-msg-bytes, GOMEMLIMIT)", size, limit)
 }
 
 // exchange sends msg, the request id (a StreamPlanSyncRequest, or one
 // encoded: libplan.WireRequest), on s and waits for its answer.
 func (c *Client) exchange(ctx context.Context, s *stream, id string, msg any) (*jobplanev1.SyncPlan, error) {
-	if err := s.tooLarge(msg); err != nil {
+	if err := s.tooLarge(ctx, msg); err != nil {
 		return nil, err
 	}
 	ch := make(chan result, 1)
@@ -253,10 +266,6 @@ func (c *Client) open() (*stream, string, error) {
 	// The chassis' codec sends the requests written straight from the
 	// Kubernetes objects (libplan.WireRequest).
 	call, err := c.planner.StreamPlanSync(ctx, grpcserver.CallCodec())
-	var maxMessage int
-	if err == nil {
-		maxMessage, err = largestMessage(call)
-	}
 	if !timer.Stop() && err == nil {
 		err = fmt.Errorf("opening the stream took more than %s", openTimeout)
 	}
@@ -266,25 +275,26 @@ func (c *Client) open() (*stream, string, error) {
 		return nil, "", unavailable(err)
 	}
 	c.streams.Add(1)
-	s := &stream{call: call, cancel: cancel, maxMessage: maxMessage, waiting: map[string]chan result{}, bases: map[types.UID]*libplan.Sent{}}
+	s := &stream{call: call, cancel: cancel, headerSeen: make(chan struct{}), waiting: map[string]chan result{}, bases: map[types.UID]*libplan.Sent{}}
 	c.stream = s
 	go c.receive(s)
 	return s, id, nil
 }
 
 // largestMessage is the largest request the planner takes on call, as its
-// header says (grpcserver.MaxMessageHeader); 0 when it does not say.
-func largestMessage(call jobplanev1.PlannerService_StreamPlanSyncClient) (int, error) {
+// header says (grpcserver.MaxMessageHeader); 0 when it does not say, or the
+// stream ended first (Recv then says why).
+func largestMessage(call jobplanev1.PlannerService_StreamPlanSyncClient) int64 {
 	md, err := call.Header()
 	if err != nil {
-		return 0, err
+		return 0
 	}
 	if v := md.Get(grpcserver.MaxMessageHeader); len(v) == 1 {
-		if n, err := strconv.Atoi(v[0]); err == nil {
-			return n, nil
+		if n, err := strconv.ParseInt(v[0], 10, 64); err == nil {
+			return n
 		}
 	}
-	return 0, nil
+	return 0
 }
 
 // failedOpen pushes the next attempt back, exponentially; c.mu is held.
@@ -294,6 +304,8 @@ func (c *Client) failedOpen() {
 }
 
 func (c *Client) receive(s *stream) {
+	s.maxMessage.Store(largestMessage(s.call))
+	close(s.headerSeen)
 	for {
 		resp, err := s.call.Recv()
 		if err != nil {

@@ -38,14 +38,19 @@ type fakePlanner struct {
 	batch int
 	// maxMessage is the largest request it says it takes; 0: 64 MiB.
 	maxMessage int
-	streams    atomic.Int32
-	received   atomic.Int32
+	// noHeader sends no header before its first answer, as a planner
+	// older than the header.
+	noHeader bool
+	streams  atomic.Int32
+	received atomic.Int32
 }
 
 func (f *fakePlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1.StreamPlanSyncRequest, jobplanev1.StreamPlanSyncResponse]) error {
 	f.streams.Add(1)
-	if err := sendMaxMessage(stream, cmp.Or(f.maxMessage, 64<<20)); err != nil {
-		return err
+	if !f.noHeader {
+		if err := sendMaxMessage(stream, cmp.Or(f.maxMessage, 64<<20)); err != nil {
+			return err
+		}
 	}
 	var pending []*jobplanev1.StreamPlanSyncRequest
 	for {
@@ -186,6 +191,19 @@ func TestASnapshotTooLargeFailsOnlyItsCall(t *testing.T) {
 	}
 	if n, got := impl.streams.Load(), impl.received.Load(); n != 1 || got != 1 {
 		t.Errorf("%d streams opened, %d requests received; want 1 and 1", n, got)
+	}
+}
+
+// A planner that sends no header before its first answer (older than the
+// header) is still asked: the first request waits for the header a
+// moment, then goes unchecked.
+func TestAPlannerWithoutTheHeaderIsStillAsked(t *testing.T) {
+	impl := &fakePlanner{noHeader: true}
+	c := newClient(t, startPlanner(t, impl))
+	for _, name := range []string{"first", "second"} {
+		if summary, err := plan(t, c, name); err != nil || summary != "plan for "+name {
+			t.Fatalf("%s = %q, %v", name, summary, err)
+		}
 	}
 }
 

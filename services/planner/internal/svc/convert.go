@@ -106,6 +106,7 @@ func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.
 		jobUID:    req.GetJob().GetMetadata().GetUid(),
 		id:        id,
 		sent:      sent,
+		allocated: len(pods),
 		jobSent:   int64(req.GetJob().SizeVT()),
 		jobProto:  req.GetJob(),
 		job:       job,
@@ -152,7 +153,7 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, 
 		s := b.index[uid]
 		*s.pod = corev1.Pod{} // a pod of an array lives as long as the array
 		s.removed = true
-		b.sent -= s.sent
+		b.forget(s)
 		delete(b.index, uid)
 	}
 	b.setFinalizer(d.GetTrackingFinalizer())
@@ -160,11 +161,12 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, 
 	renamed := false
 	for i, pod := range upserted {
 		upsert := newSlot(pod, annotationsAt(annotations, i, pod), b.finalizer)
-		upsert.sent = sizes[i]
+		upsert.alone, upsert.sent = true, sizes[i]
 		b.sent += upsert.sent
+		b.allocated++
 		if s, ok := b.index[string(pod.UID)]; ok {
 			renamed = renamed || s.pod.Name != pod.Name
-			b.sent -= s.sent
+			b.forget(s)
 			*s.pod = corev1.Pod{}
 			*s = upsert
 			continue
@@ -176,6 +178,15 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, 
 	b.reorder(len(d.GetRemovedPodUids()) > 0, added, renamed)
 	b.id = id
 	return b, nil
+}
+
+// forget takes what s's pod weighs off b, its pod gone: a pod decoded
+// alone is freed, one of the full request's array stays with the array.
+func (b *baseSnapshot) forget(s *slot) {
+	if s.alone {
+		b.sent -= s.sent
+		b.allocated--
+	}
 }
 
 // annotationsAt are the annotations a sync reads of pods[i], p: from

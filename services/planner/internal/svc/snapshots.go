@@ -86,8 +86,11 @@ type baseSnapshot struct {
 	// request's (its pods' strings are views of them), and each pod
 	// upserted since (decoded alone); jobSent its Job's, decoded apart.
 	sent, jobSent int64
-	jobUID        string
-	id            string // of the request whose snapshot this is
+	// allocated are the pods it keeps allocated: the full request's
+	// array, all of it while any is held, and those decoded alone since.
+	allocated int
+	jobUID    string
+	id        string // of the request whose snapshot this is
 
 	jobProto *jobplanev1.Job
 	job      *batchv1.Job // converted and defaulted
@@ -118,9 +121,10 @@ func (b *baseSnapshot) dispose() {
 // slot is a pod of a kept snapshot, converted, and its engine view.
 type slot struct {
 	pod *corev1.Pod
-	// sent is the pod's encoded size when it was decoded alone (a delta's),
-	// 0 when its strings are views of the full request's bytes.
-	sent int64
+	// alone: the pod was decoded alone (a delta's), sent bytes, rather
+	// than into the full request's array, its strings views of its bytes.
+	alone bool
+	sent  int64
 	// annotations are those a sync reads of the pod, not in its map.
 	annotations engine.PodAnnotations
 	view        engine.PodView
@@ -269,7 +273,7 @@ func (w weight) add(o weight) weight {
 }
 
 func (b *baseSnapshot) weight() weight {
-	return weight{pods: len(b.order) + 1, bytes: b.sent + b.jobSent + int64(len(b.order))*heldPodBytes + heldJobBytes}
+	return weight{pods: len(b.order) + 1, bytes: b.sent + b.jobSent + int64(b.allocated)*heldPodBytes + heldJobBytes}
 }
 
 // close drops every snapshot of the stream.
