@@ -161,9 +161,10 @@ func TestRestartPolicyOnlyDecodingReadsJustTheRestartPolicy(t *testing.T) {
 	}
 }
 
-// JobWithRestartPolicyFromKube is JobFromKube with a template spec of the
-// restartPolicy alone, for every Job of the testdata.
-func TestJobWithRestartPolicyIsTheJobWithoutTheRestOfItsPodSpec(t *testing.T) {
+// JobForSyncFromKube is JobFromKube with a template spec of the
+// restartPolicy alone, and no labels nor annotations, the Job's or its
+// template's, for every Job of the testdata.
+func TestAJobForASyncIsTheJobWithoutWhatASyncDoesNotRead(t *testing.T) {
 	for _, name := range jobFiles {
 		t.Run(name, func(t *testing.T) {
 			var kube batchv1.Job
@@ -176,7 +177,12 @@ func TestJobWithRestartPolicyIsTheJobWithoutTheRestOfItsPodSpec(t *testing.T) {
 			}
 			rp := want.GetSpec().GetTemplate().GetSpec().GetFields()["restartPolicy"]
 			want.Spec.Template.Spec = &structpb.Struct{Fields: map[string]*structpb.Value{"restartPolicy": rp}}
-			if diff := cmp.Diff(want, kubeconv.JobWithRestartPolicyFromKube(&kube), protocmp.Transform()); diff != "" {
+			if len(want.Metadata.Labels)+len(want.Metadata.Annotations)+len(want.Spec.Template.Metadata.GetLabels()) == 0 {
+				t.Fatal("the Job has no labels nor annotations to leave out")
+			}
+			want.Metadata.Labels, want.Metadata.Annotations = nil, nil
+			want.Spec.Template.Metadata.Labels, want.Spec.Template.Metadata.Annotations = nil, nil
+			if diff := cmp.Diff(want, kubeconv.JobForSyncFromKube(&kube), protocmp.Transform()); diff != "" {
 				t.Error(diff)
 			}
 		})

@@ -70,20 +70,25 @@ func JobFromKube(j *batchv1.Job) (*jobplanev1.Job, error) {
 	return jobFromKube(j, template), nil
 }
 
-// JobWithRestartPolicyFromKube converts a Job, of whose template spec it
-// keeps the restartPolicy alone (all JobToKube reads with
-// RestartPolicyOnly): no JSON round trip of the PodSpec. The spec's Struct
-// has at most one field, so any encoder writes it in one order.
-func JobWithRestartPolicyFromKube(j *batchv1.Job) *jobplanev1.Job {
+// JobForSyncFromKube converts a Job keeping what a sync reads of it, for
+// a request to the planner: of its template, the restartPolicy alone (all
+// JobToKube reads with RestartPolicyOnly: no JSON round trip of the
+// PodSpec; the spec's Struct has at most one field, so any encoder writes
+// it in one order); of its metadata and its template's, no labels and no
+// annotations (a tenant writes them, and kubectl apply copies the whole
+// Job into one).
+func JobForSyncFromKube(j *batchv1.Job) *jobplanev1.Job {
 	fields := map[string]*structpb.Value{}
 	if rp := j.Spec.Template.Spec.RestartPolicy; rp != "" {
 		fields["restartPolicy"] = structpb.NewStringValue(string(rp))
 	}
 	template := &jobplanev1.PodTemplateSpec{
-		Metadata: ObjectMetaFromKube(&j.Spec.Template.ObjectMeta),
+		Metadata: objectMetaForSync(&j.Spec.Template.ObjectMeta),
 		Spec:     &structpb.Struct{Fields: fields},
 	}
-	return jobFromKube(j, template)
+	out := jobFromKube(j, template)
+	out.Metadata = objectMetaForSync(&j.ObjectMeta)
+	return out
 }
 
 // jobFromKube converts a Job with its template converted already, its

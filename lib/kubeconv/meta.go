@@ -90,6 +90,14 @@ func ObjectMetaFromKube(m *metav1.ObjectMeta) *jobplanev1.ObjectMeta {
 	return out
 }
 
+// objectMetaForSync converts object metadata without its labels and
+// annotations.
+func objectMetaForSync(m *metav1.ObjectMeta) *jobplanev1.ObjectMeta {
+	bare := *m
+	bare.Labels, bare.Annotations = nil, nil
+	return ObjectMetaFromKube(&bare)
+}
+
 // objectMetaFromKube converts object metadata into out, which is empty.
 func objectMetaFromKube(m *metav1.ObjectMeta, out *jobplanev1.ObjectMeta) {
 	c := PodConverter{copyShared: true}

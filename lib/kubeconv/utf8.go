@@ -32,7 +32,7 @@ var structName = (&structpb.Struct{}).ProtoReflect().Descriptor().FullName()
 // one are replaced, never changed in place: they may be an informer's.
 // Structs are left alone: they come from JSON (PodTemplateFromKube), valid
 // already, or hold the restartPolicy alone, which the API server validates
-// (JobWithRestartPolicyFromKube).
+// (JobForSyncFromKube).
 func validUTF8(m protoreflect.Message) {
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		switch {

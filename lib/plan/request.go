@@ -29,7 +29,7 @@ func NewRequest(job *batchv1.Job, pods []*corev1.Pod, state State, now time.Time
 // newRequest is NewRequest without the pods.
 func newRequest(job *batchv1.Job, state State, now time.Time, finalizer string) *jobplanev1.PlanSyncRequest {
 	req := &jobplanev1.PlanSyncRequest{
-		Job:               kubeconv.JobWithRestartPolicyFromKube(job),
+		Job:               kubeconv.JobForSyncFromKube(job),
 		Now:               timestamppb.New(now),
 		TrackingFinalizer: finalizer,
 	}

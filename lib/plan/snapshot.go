@@ -82,7 +82,7 @@ func (s *Snapshot) delta(base *Sent) (*jobplanev1.PlanSyncDelta, []*corev1.Pod) 
 	}
 	d.Expectations, d.BackoffRecord, d.FinalizerRemovalsInFlight = stateToProto(s.State)
 	if rv := s.Job.ResourceVersion; rv == "" || rv != base.JobResourceVersion {
-		d.Job = kubeconv.JobWithRestartPolicyFromKube(s.Job)
+		d.Job = kubeconv.JobForSyncFromKube(s.Job)
 		base.JobResourceVersion = rv
 	}
 	base.mark++

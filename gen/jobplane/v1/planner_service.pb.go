@@ -26,7 +26,10 @@ const (
 // PlanSyncRequest is a snapshot of a Job and of what its executor knows.
 type PlanSyncRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The Job, as last observed.
+	// The Job, as last observed. A sync reads neither the labels nor the
+	// annotations of the Job and of its template, nor of its template's spec
+	// more than restartPolicy: a client may leave them out, and the executor
+	// does.
 	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
 	// The pods the Job controls (controller owner reference to the Job's UID),
 	// in any order.
