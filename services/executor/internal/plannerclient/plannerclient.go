@@ -189,14 +189,7 @@ func baseUnknown(err error) bool {
 // tooLarge refuses msg, a request for s, if the planner would not take it:
 // sent, it would end the stream every Job's plans share.
 func (s *stream) tooLarge(ctx context.Context, msg any) error {
-	// The planner sends its header as the stream opens; one that does not
-	// (an older planner) sends it with its first answer.
-	select {
-	case <-s.headerSeen:
-	case <-time.After(headerWait):
-	case <-ctx.Done():
-	}
-	limit := int(s.maxMessage.Load())
+	limit := s.largestMessage(ctx)
 	if limit <= 0 {
 		return nil
 	}
@@ -212,6 +205,25 @@ func (s *stream) tooLarge(ctx context.Context, msg any) error {
 	}
 	return apierr.New(codes.ResourceExhausted, libplan.ReasonTooLarge, map[string]string{"size": strconv.Itoa(size), "limit": strconv.Itoa(limit)},
 		"the Job's snapshot is %d bytes, more than the planner takes (%d): fewer pods, or a planner with more memory (-max-recv-msg-bytes, GOMEMLIMIT)", size, limit)
+}
+
+// largestMessage is the largest request the planner takes on s, 0 when
+// unknown. The planner sends its header as the stream opens; one that
+// does not (an older planner) sends it with its first answer, so a request
+// waits for it at most headerWait.
+func (s *stream) largestMessage(ctx context.Context) int {
+	select {
+	case <-s.headerSeen:
+	default:
+		wait := time.NewTimer(headerWait)
+		defer wait.Stop()
+		select {
+		case <-s.headerSeen:
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+	}
+	return int(s.maxMessage.Load())
 }
 
 // exchange sends msg, the request id (a StreamPlanSyncRequest, or one
@@ -281,10 +293,10 @@ func (c *Client) open() (*stream, string, error) {
 	return s, id, nil
 }
 
-// largestMessage is the largest request the planner takes on call, as its
+// headerLimit is the largest request the planner takes on call, as its
 // header says (grpcserver.MaxMessageHeader); 0 when it does not say, or the
 // stream ended first (Recv then says why).
-func largestMessage(call jobplanev1.PlannerService_StreamPlanSyncClient) int64 {
+func headerLimit(call jobplanev1.PlannerService_StreamPlanSyncClient) int64 {
 	md, err := call.Header()
 	if err != nil {
 		return 0
@@ -304,7 +316,7 @@ func (c *Client) failedOpen() {
 }
 
 func (c *Client) receive(s *stream) {
-	s.maxMessage.Store(largestMessage(s.call))
+	s.maxMessage.Store(headerLimit(s.call))
 	close(s.headerSeen)
 	for {
 		resp, err := s.call.Recv()
