@@ -235,6 +235,15 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 	}
 }
 
+// waitPods waits for namespace ns to hold n pods.
+func waitPods(t *testing.T, client kubernetes.Interface, ns string, n int) {
+	t.Helper()
+	waitFor(t, 30*time.Second, fmt.Sprintf("%d pods in %s", n, ns), func() (bool, error) {
+		pods, err := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(pods.Items) == n, err
+	})
+}
+
 // waitComplete waits for the Job ns/name to be Complete.
 func waitComplete(t *testing.T, client kubernetes.Interface, ns, name string) {
 	t.Helper()

@@ -72,10 +72,7 @@ func TestDeletedJobLeavesNoFinalizer(t *testing.T) {
 	if _, err := e.client.BatchV1().Jobs(ns).Create(ctx, newJob(ns, "doomed", 4, 4), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "four pods", func() (bool, error) {
-		pods, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		return err == nil && len(pods.Items) == 4, err
-	})
+	waitPods(t, e.client, ns, 4)
 	if err := e.client.BatchV1().Jobs(ns).Delete(ctx, "doomed", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -35,10 +35,7 @@ func TestPodsInAnotherNamespaceAreNotTheJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the victim's two pods", func() (bool, error) {
-		pods, err := e.client.CoreV1().Pods(victim).List(ctx, metav1.ListOptions{})
-		return err == nil && len(pods.Items) == 2, err
-	})
+	waitPods(t, e.client, victim, 2)
 
 	intruder := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -207,10 +204,7 @@ func TestAJobTooLargeToPlanBreaksNoOneElsesPlans(t *testing.T) {
 	if _, err := e.client.BatchV1().Jobs(small).Create(ctx, newJob(small, "one", 1, 1), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the small Job's pod", func() (bool, error) {
-		pods, err := e.client.CoreV1().Pods(small).List(ctx, metav1.ListOptions{})
-		return err == nil && len(pods.Items) == 1, err
-	})
+	waitPods(t, e.client, small, 1)
 	finishPods(t, e.client, small)
 	waitComplete(t, e.client, small, "one")
 	if n := e.plans.Streams(); n != 1 {
@@ -232,10 +226,7 @@ func TestPodsAnnotationsAreNotSentToThePlanner(t *testing.T) {
 	if _, err := e.client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the Job's four pods", func() (bool, error) {
-		pods, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		return err == nil && len(pods.Items) == 4, err
-	})
+	waitPods(t, e.client, ns, 4)
 	finishPods(t, e.client, ns)
 	waitComplete(t, e.client, ns, "noted")
 }

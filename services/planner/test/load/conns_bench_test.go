@@ -32,30 +32,8 @@ func BenchmarkIdleConnections(b *testing.B) {
 		b.Run(fmt.Sprintf("connections=%d", n), func(b *testing.B) {
 			for range b.N {
 				planner := kubetest.StartProcess(b, "planner", bin, "-shutdown-drain", "0s", "-authn-anonymous")
-				idle := make([]net.Conn, 0, n)
-				for range n {
-					c, err := net.Dial("tcp", planner.GRPCAddr)
-					if err != nil {
-						b.Fatalf("connection %d: %v", len(idle), err)
-					}
-					idle = append(idle, c)
-					if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
-						continue // closed already
-					}
-					_ = http2.NewFramer(c, nil).WriteSettings()
-				}
-				time.Sleep(2 * time.Second) // the planner takes them in
-				start := time.Now()
-				if err := planOnce(planner.GRPCAddr); err != nil {
-					b.Errorf("a caller after the connections: %v", err)
-				}
-				wait := time.Since(start)
-				b.ReportMetric(float64(stillOpen(idle)), "open-connections")
-				b.ReportMetric(float64(planner.PeakRSS(b)>>20), "peak-RSS-MiB")
-				b.ReportMetric(float64(wait.Microseconds())/1000, "caller-ms")
-				for _, c := range idle {
-					c.Close()
-				}
+				measureIdle(b, n, func() (net.Conn, error) { return net.Dial("tcp", planner.GRPCAddr) },
+					func() error { return planOnce(planner.GRPCAddr) }, planner.PeakRSS)
 			}
 		})
 	}
@@ -73,33 +51,46 @@ func BenchmarkIdleConnectionsAPIServer(b *testing.B) {
 				api := kubetest.StartAPIServer(b)
 				host := strings.TrimPrefix(api.Config.Host, "https://")
 				tlsConfig := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}
-				idle := make([]net.Conn, 0, n)
-				for range n {
-					c, err := tls.Dial("tcp", host, tlsConfig)
-					if err != nil {
-						b.Fatalf("connection %d: %v", len(idle), err)
-					}
-					idle = append(idle, c)
-					if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
-						continue
-					}
-					_ = http2.NewFramer(c, nil).WriteSettings()
-				}
-				time.Sleep(2 * time.Second)
-				start := time.Now()
-				if _, err := api.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background()); err != nil {
-					b.Errorf("a caller after the connections: %v", err)
-				}
-				wait := time.Since(start)
-				b.ReportMetric(float64(stillOpen(idle)), "open-connections")
-				b.ReportMetric(float64(api.PeakRSS(b)>>20), "peak-RSS-MiB")
-				b.ReportMetric(float64(wait.Microseconds())/1000, "caller-ms")
-				for _, c := range idle {
-					c.Close()
-				}
+				measureIdle(b, n, func() (net.Conn, error) { return tls.Dial("tcp", host, tlsConfig) },
+					func() error {
+						_, err := api.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
+						return err
+					}, api.PeakRSS)
 			}
 		})
 	}
+}
+
+// measureIdle opens n connections with dial, each sending the HTTP/2
+// preface and settings and nothing more, then reports how many the server
+// keeps open, its peak RSS, and how long call, a caller after them, waits.
+func measureIdle(b *testing.B, n int, dial func() (net.Conn, error), call func() error, peakRSS func(testing.TB) int64) {
+	idle := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := dial()
+		if err != nil {
+			b.Fatalf("connection %d: %v", len(idle), err)
+		}
+		idle = append(idle, c)
+		if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+			continue // closed already
+		}
+		_ = http2.NewFramer(c, nil).WriteSettings()
+	}
+	time.Sleep(2 * time.Second) // the server takes them in
+	start := time.Now()
+	if err := call(); err != nil {
+		b.Errorf("a caller after the connections: %v", err)
+	}
+	wait := time.Since(start)
+	b.ReportMetric(float64(stillOpen(idle)), "open-connections")
+	b.ReportMetric(float64(peakRSS(b)>>20), "peak-RSS-MiB")
+	b.ReportMetric(float64(wait.Microseconds())/1000, "caller-ms")
 }
 
 // planOnce is one PlanSync of a 10-pod Job on a connection of its own.
