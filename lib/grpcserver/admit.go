@@ -115,7 +115,17 @@ func (s *Server) flowOf(ctx context.Context, method string) (_ context.Context, 
 	if err := s.conns.identify(gateOf(ctx), level, flow); err != nil {
 		return ctx, "", "", err
 	}
-	return auth.NewContext(ctx, id), level, flow, nil
+	return context.WithValue(auth.NewContext(ctx, id), levelKey{}, level), level, flow, nil
+}
+
+type levelKey struct{}
+
+// SystemCaller reports whether the call of ctx is of the system priority
+// level: the services' own identities (-system-users). What a server keeps
+// for its callers can then put theirs first.
+func SystemCaller(ctx context.Context) bool {
+	level, _ := ctx.Value(levelKey{}).(string)
+	return level == admission.System
 }
 
 // priorityLevel is System for the identities configured as the services'

@@ -2,6 +2,7 @@ package grpcserver_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -286,4 +287,29 @@ func TestShedCallsAreResourceExhausted(t *testing.T) {
 			t.Fatalf("second stream: %v, want ResourceExhausted", err)
 		}
 	})
+}
+
+// levelAnswer answers ValidateJob with whether its caller is of the system
+// level, in the Job's name.
+type levelAnswer struct {
+	jobplanev1.UnimplementedPlannerServiceServer
+}
+
+func (levelAnswer) ValidateJob(ctx context.Context, _ *jobplanev1.ValidateJobRequest) (*jobplanev1.ValidateJobResponse, error) {
+	return &jobplanev1.ValidateJobResponse{Job: &jobplanev1.Job{Metadata: &jobplanev1.ObjectMeta{Name: fmt.Sprint(grpcserver.SystemCaller(ctx))}}}, nil
+}
+
+// A handler knows whether its caller is one of the services' own
+// identities (-system-users), and no one else is.
+func TestAHandlerKnowsASystemCaller(t *testing.T) {
+	cluster, cfg := usersCluster("executor", "system:serviceaccount:team-a:executor")
+	cfg.Admission.SystemUsers = []string{"executor"}
+	srv := grpctest.StartWith(t, grpctest.Options{Config: &cfg, Server: []grpcserver.Option{grpcserver.WithKubeClient(cluster)}},
+		func(s *grpcserver.Server) { s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, levelAnswer{}) })
+	for user, want := range map[string]string{"executor": "true", "system:serviceaccount:team-a:executor": "false"} {
+		resp, err := jobplanev1.NewPlannerServiceClient(srv.Conn).ValidateJob(bearer(user+"-token"), &jobplanev1.ValidateJobRequest{})
+		if err != nil || resp.GetJob().GetMetadata().GetName() != want {
+			t.Errorf("%s: system caller %q, %v; want %s", user, resp.GetJob().GetMetadata().GetName(), err, want)
+		}
+	}
 }

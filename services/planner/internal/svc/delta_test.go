@@ -95,7 +95,7 @@ func TestDeltaPlansAsTheFullSnapshotAlongLifecycles(t *testing.T) {
 		lifecycles = 12
 	}
 	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound)
-	bases := store.stream()
+	bases := store.stream(true)
 	deltas, withJob, finished := 0, 0, 0
 	for seed := range uint64(lifecycles) {
 		sc := sim.Generate(seed)
@@ -180,7 +180,7 @@ func checkDeltaEquivalence(t *testing.T, req *jobplanev1.PlanSyncRequest, salt i
 	if salt%5 == 0 { // the pods' views are worked out again
 		base.TrackingFinalizer = "example.com/other-finalizer"
 	}
-	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream()
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
 	defer bases.close()
 	if _, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "base", Request: base}); err != nil {
 		return false // a base refused (or of a finished Job) is not a base
@@ -245,7 +245,7 @@ func sizedRequest(t testing.TB, uid string, n int) *jobplanev1.PlanSyncRequest {
 }
 
 func TestDeltaAgainstAnUnknownBaseFailsOnlyItsResponse(t *testing.T) {
-	bases := newSnapshotStore(100, noByteBound).stream()
+	bases := newSnapshotStore(100, noByteBound).stream(true)
 	req := sizedRequest(t, "job-a", 10)
 	// Never sent.
 	_, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "1", Delta: deltaOf("0", req, req)})
@@ -280,7 +280,7 @@ func TestDeltaAgainstAnUnknownBaseFailsOnlyItsResponse(t *testing.T) {
 
 func TestSnapshotsAreEvictedLeastRecentlyUsedFirstWithinTheBound(t *testing.T) {
 	store := newSnapshotStore(25, noByteBound)
-	s1, s2 := store.stream(), store.stream()
+	s1, s2 := store.stream(true), store.stream(true)
 	a, b, c := sizedRequest(t, "job-a", 10), sizedRequest(t, "job-b", 10), sizedRequest(t, "job-c", 10)
 	send := func(s *streamSnapshots, id string, m *jobplanev1.StreamPlanSyncRequest) error {
 		m.Id = id
@@ -412,7 +412,7 @@ func TestExecutorDeltasPlanAsTheFullSnapshotAlongLifecycles(t *testing.T) {
 	if testing.Short() {
 		lifecycles = 8
 	}
-	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream()
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
 	defer bases.close()
 	st := &stamper{last: map[string]string{}, rv: map[string]string{}}
 	deltas := 0
@@ -479,7 +479,7 @@ func TestConcurrentStreamsShareTheBound(t *testing.T) {
 			want[k] = w
 		}
 		wg.Go(func() {
-			bases := store.stream()
+			bases := store.stream(true)
 			defer bases.close()
 			id, prev := 0, -1
 			for r := range rounds {
@@ -547,7 +547,7 @@ func TestTheConfiguredSettingsArePlanned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream()
+			bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
 			defer bases.close()
 			streamed, err := planStreamed(bases, streamRequestOf(&jobplanev1.StreamPlanSyncRequest{Id: "1", Request: clone()}), fast)
 			if err != nil {
@@ -587,7 +587,7 @@ func planStreamedWire(t *testing.T, bases *streamSnapshots, m *jobplanev1.Stream
 func TestSnapshotsAreBoundedByTheirMemory(t *testing.T) {
 	const bound = 1 << 20
 	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, bound)
-	s := store.stream()
+	s := store.stream(true)
 	heavy := func(req *jobplanev1.PlanSyncRequest) {
 		for _, p := range req.Pods {
 			p.Metadata.Annotations = map[string]string{"note": strings.Repeat("x", 100<<10)}
@@ -641,5 +641,48 @@ func TestSnapshotsAreBoundedByTheirMemory(t *testing.T) {
 	s.close()
 	if held := store.heldWeight(); held != (weight{}) {
 		t.Fatalf("%+v held after the stream closed", held)
+	}
+}
+
+// An outside caller's heavy snapshots never evict the system level's (the
+// executor's): they are not kept once only the executor's would have to
+// go, and are evicted first to keep the executor's.
+func TestOutsideSnapshotsNeverEvictTheExecutors(t *testing.T) {
+	const bound = 1 << 20
+	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, bound)
+	executor, outsider := store.stream(true), store.stream(false)
+	send := func(s *streamSnapshots, uid string, note int) *jobplanev1.PlanSyncRequest {
+		req := sizedRequest(t, uid, 1)
+		req.Pods[0].Metadata.Annotations = map[string]string{"note": strings.Repeat("x", note)}
+		if err := planStreamedWire(t, s, &jobplanev1.StreamPlanSyncRequest{Id: uid + "-1", Request: req}); err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	var mine []*jobplanev1.PlanSyncRequest
+	for i := range 4 {
+		mine = append(mine, send(executor, fmt.Sprint("executor-", i), 100<<10))
+	}
+	for i := range 20 {
+		send(outsider, fmt.Sprint("outside-", i), 100<<10)
+	}
+	for i, req := range mine {
+		uid := req.Job.Metadata.Uid
+		if err := planStreamedWire(t, executor, &jobplanev1.StreamPlanSyncRequest{Id: uid + "-2", Delta: deltaOf(uid+"-1", req, req)}); err != nil {
+			t.Fatalf("the executor's Job %d after the outside flood: %v", i, err)
+		}
+	}
+	// The executor's new snapshots evict the outside caller's first.
+	for i := range 4 {
+		send(executor, fmt.Sprint("executor-more-", i), 100<<10)
+	}
+	store.mu.Lock()
+	outside := store.lrus[lruOutside].Len()
+	store.mu.Unlock()
+	if err := planStreamedWire(t, executor, &jobplanev1.StreamPlanSyncRequest{Id: "again", Delta: deltaOf(mine[0].Job.Metadata.Uid+"-2", mine[0], mine[0])}); err != nil {
+		t.Fatalf("the executor's first Job after its own new ones, %d outside snapshots held: %v", outside, err)
+	}
+	if held := store.heldWeight(); held.bytes > bound {
+		t.Fatalf("%d bytes held, beyond %d", held.bytes, bound)
 	}
 }

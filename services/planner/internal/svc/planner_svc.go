@@ -16,6 +16,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/jobvalidation"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/plan"
@@ -159,7 +160,7 @@ func planSync(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod, annotations [
 // order; a bad snapshot fails its own answer, not the stream. The last
 // snapshot of each Job is kept as the base of the next delta of that Job.
 func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamPlanSyncServer) error {
-	bases := s.snapshots.stream()
+	bases := s.snapshots.stream(grpcserver.SystemCaller(stream.Context()))
 	defer bases.close()
 	for {
 		req := &streamRequest{} // its pods decoded straight for the sync

@@ -195,7 +195,7 @@ func TestStreamSnapshotMemory(t *testing.T) {
 		if err := decoded.UnmarshalWire(b); err != nil {
 			t.Fatal(err)
 		}
-		s := store.stream()
+		s := store.stream(true)
 		if _, err := planStreamed(s, &decoded, syncSettings{}); err != nil {
 			t.Fatal(err)
 		}

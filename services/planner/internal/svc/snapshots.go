@@ -46,16 +46,26 @@ const (
 // unbounded but for the request's size) holds no more than one sending
 // small ones. A snapshot in use by its stream's request is taken out of
 // the store (and out of the count) and put back once planned, so eviction
-// never touches a snapshot in use.
+// never touches a snapshot in use. The system level's snapshots (the
+// executor's) come first: outside callers' are evicted before any of
+// theirs, and never evict one, so that a caller sending heavy snapshots
+// cannot make the executor resend its Jobs in full.
 type snapshotStore struct {
 	maxPods  int
 	maxBytes int64
 
 	mu sync.Mutex
-	// held is the weight of the snapshots in lru.
+	// held is the weight of the snapshots in lrus.
 	held weight
-	lru  *list.List // of *baseSnapshot, most recently used at the front
+	// lrus are the outside callers' snapshots and the system level's
+	// (lruOutside, lruSystem), each most recently used at the front.
+	lrus [2]*list.List // of *baseSnapshot
 }
+
+const (
+	lruOutside = iota
+	lruSystem
+)
 
 // weight is what a snapshot counts against the bounds: its pods, and its
 // Job as one more, so that Jobs without pods are bounded too; and its
@@ -66,13 +76,15 @@ type weight struct {
 }
 
 func newSnapshotStore(maxPods int, maxBytes int64) *snapshotStore {
-	return &snapshotStore{maxPods: maxPods, maxBytes: maxBytes, lru: list.New()}
+	return &snapshotStore{maxPods: maxPods, maxBytes: maxBytes, lrus: [2]*list.List{list.New(), list.New()}}
 }
 
 // streamSnapshots are the snapshots of one stream, by Job UID.
 type streamSnapshots struct {
 	store *snapshotStore
 	jobs  map[string]*baseSnapshot // guarded by store.mu
+	// lru is the store's list its snapshots go in.
+	lru int
 }
 
 // baseSnapshot is a snapshot as planned, kept converted so that a delta
@@ -211,8 +223,13 @@ func (b *baseSnapshot) reorder(removed bool, added []*slot, renamed bool) {
 	clear(b.pods[len(b.pods):cap(b.pods)]) // no removed pod kept alive
 }
 
-func (st *snapshotStore) stream() *streamSnapshots {
-	return &streamSnapshots{store: st, jobs: map[string]*baseSnapshot{}}
+// stream is the snapshots of a new stream, of a system caller or not.
+func (st *snapshotStore) stream(system bool) *streamSnapshots {
+	lru := lruOutside
+	if system {
+		lru = lruSystem
+	}
+	return &streamSnapshots{store: st, jobs: map[string]*baseSnapshot{}, lru: lru}
 }
 
 // take removes and returns the stream's snapshot of the Job; nil when none.
@@ -228,8 +245,9 @@ func (s *streamSnapshots) take(jobUID string) *baseSnapshot {
 }
 
 // put keeps b as the stream's snapshot of its Job, evicting the least
-// recently used snapshots beyond the bound; a snapshot larger than the
-// bound is not kept.
+// recently used snapshots beyond the bound, outside callers' first (a
+// snapshot of theirs evicts none of the system level's); a snapshot that
+// does not fit so is not kept.
 func (s *streamSnapshots) put(b *baseSnapshot) {
 	for _, dropped := range s.keep(b) {
 		dropped.dispose() // outside the lock: it clears the pods
@@ -251,12 +269,19 @@ func (s *streamSnapshots) keep(b *baseSnapshot) (dropped []*baseSnapshot) {
 		return append(dropped, b)
 	}
 	for !st.fits(st.held.add(w)) {
-		evicted := st.lru.Back().Value.(*baseSnapshot)
+		from := st.lrus[lruOutside]
+		if from.Len() == 0 && s.lru == lruSystem {
+			from = st.lrus[lruSystem]
+		}
+		if from.Len() == 0 {
+			return append(dropped, b)
+		}
+		evicted := from.Back().Value.(*baseSnapshot)
 		st.remove(evicted)
 		dropped = append(dropped, evicted)
 	}
 	b.owner = s
-	b.elem = st.lru.PushFront(b)
+	b.elem = st.lrus[s.lru].PushFront(b)
 	b.held = w
 	st.held = st.held.add(w)
 	s.jobs[b.jobUID] = b
@@ -293,7 +318,7 @@ func (s *streamSnapshots) close() {
 
 // remove takes b out of the store; st.mu is held.
 func (st *snapshotStore) remove(b *baseSnapshot) {
-	st.lru.Remove(b.elem)
+	st.lrus[b.owner.lru].Remove(b.elem)
 	st.held = st.held.add(weight{pods: -b.held.pods, bytes: -b.held.bytes})
 	delete(b.owner.jobs, b.jobUID)
 	b.elem, b.owner = nil, nil
@@ -310,5 +335,5 @@ func (st *snapshotStore) heldWeight() weight {
 func (st *snapshotStore) heldSnapshots() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.lru.Len()
+	return st.lrus[lruOutside].Len() + st.lrus[lruSystem].Len()
 }
