@@ -74,13 +74,8 @@ func (s *Snapshot) Delta(base *Sent) *jobplanev1.PlanSyncDelta {
 
 // delta is Delta without its upserted pods, and those pods.
 func (s *Snapshot) delta(base *Sent) (*jobplanev1.PlanSyncDelta, []*corev1.Pod) {
-	d := &jobplanev1.PlanSyncDelta{
-		BaseId:            base.ID,
-		JobUid:            string(s.Job.UID),
-		Now:               timestamppb.New(s.Now),
-		TrackingFinalizer: s.Finalizer,
-	}
-	d.Expectations, d.BackoffRecord, d.FinalizerRemovalsInFlight = stateToProto(s.State)
+	d := s.syncFields()
+	d.BaseId, d.JobUid = base.ID, string(s.Job.UID)
 	if rv := s.Job.ResourceVersion; rv == "" || rv != base.JobResourceVersion {
 		d.Job = kubeconv.JobForSyncFromKube(s.Job)
 		base.JobResourceVersion = rv
@@ -104,6 +99,13 @@ func (s *Snapshot) delta(base *Sent) (*jobplanev1.PlanSyncDelta, []*corev1.Pod) 
 		}
 	}
 	return d, upserted
+}
+
+// syncFields is a delta of s with only the fields of the sync set.
+func (s *Snapshot) syncFields() *jobplanev1.PlanSyncDelta {
+	d := &jobplanev1.PlanSyncDelta{Now: timestamppb.New(s.Now), TrackingFinalizer: s.Finalizer}
+	d.Expectations, d.BackoffRecord, d.FinalizerRemovalsInFlight = stateToProto(s.State)
+	return d
 }
 
 // stateToProto is the executor's state as the request carries it.

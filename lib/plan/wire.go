@@ -9,8 +9,9 @@ import (
 )
 
 // ReasonTooLarge is the ErrorInfo reason of a snapshot larger than the
-// planner takes (RESOURCE_EXHAUSTED), refused by the executor before it is
-// sent.
+// planner takes (RESOURCE_EXHAUSTED): larger than it keeps, sent in parts,
+// or with its Job and one pod larger than a request may be, refused by the
+// executor before it is sent.
 const ReasonTooLarge = "SNAPSHOT_TOO_LARGE"
 
 // WireRequest is a StreamPlanSync request encoded for the wire, its pods
@@ -20,6 +21,11 @@ const ReasonTooLarge = "SNAPSHOT_TOO_LARGE"
 // executor sends (a grpcserver.WireMarshaler).
 type WireRequest struct {
 	parts [][]byte
+	// What splitting a streamed request (Parts) needs: its id, its field
+	// (full or delta), and the snapshot it encodes.
+	id   string
+	num  protowire.Number
+	snap *Snapshot
 }
 
 // MarshalWire returns the encoded request, in parts.
@@ -54,7 +60,11 @@ func (s *Snapshot) wireFull(id string, streamed bool) (*WireRequest, error) {
 	if !streamed {
 		return wireMessage(job, podwire.PlanSyncRequestPods, s.Pods, rest)
 	}
-	return wireRequest(id, podwire.StreamRequestRequest, job, podwire.PlanSyncRequestPods, s.Pods, rest)
+	w, err := wireRequest(id, podwire.StreamRequestRequest, job, podwire.PlanSyncRequestPods, s.Pods, rest)
+	if w != nil {
+		w.snap = s
+	}
+	return w, err
 }
 
 // WireDelta is Delta as the StreamPlanSync request id.
@@ -64,7 +74,11 @@ func (s *Snapshot) WireDelta(id string, base *Sent) (*WireRequest, error) {
 	// the others.
 	head := &jobplanev1.PlanSyncDelta{BaseId: d.BaseId, JobUid: d.JobUid, Job: d.Job}
 	d.BaseId, d.JobUid, d.Job = "", "", nil
-	return wireRequest(id, podwire.StreamRequestDelta, head, podwire.PlanSyncDeltaUpsertedPods, upserted, d)
+	w, err := wireRequest(id, podwire.StreamRequestDelta, head, podwire.PlanSyncDeltaUpsertedPods, upserted, d)
+	if w != nil {
+		w.snap = s
+	}
+	return w, err
 }
 
 // wireRequest encodes the stream request id whose field num holds the
@@ -80,7 +94,7 @@ func wireRequest(id string, num protowire.Number, head vtMessage, podsNum protow
 	}
 	top = protowire.AppendTag(top, num, protowire.BytesType)
 	top = protowire.AppendVarint(top, uint64(msg.Size()))
-	return &WireRequest{parts: append([][]byte{top}, msg.parts...)}, nil
+	return &WireRequest{parts: append([][]byte{top}, msg.parts...), id: id, num: num}, nil
 }
 
 // vtMessage is a message with vtprotobuf's generated encoder. It writes

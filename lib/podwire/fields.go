@@ -10,6 +10,7 @@ const (
 	StreamRequestID           protowire.Number = 1 // StreamPlanSyncRequest.id
 	StreamRequestRequest      protowire.Number = 2 // StreamPlanSyncRequest.request
 	StreamRequestDelta        protowire.Number = 3 // StreamPlanSyncRequest.delta
+	StreamRequestPartial      protowire.Number = 4 // StreamPlanSyncRequest.partial
 	PlanSyncRequestPods       protowire.Number = 2 // PlanSyncRequest.pods
 	PlanSyncDeltaUpsertedPods protowire.Number = 4 // PlanSyncDelta.upserted_pods
 )

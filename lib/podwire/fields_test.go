@@ -16,6 +16,7 @@ var fieldNumbers = map[protoreflect.FullName]protowire.Number{
 	"jobplane.v1.StreamPlanSyncRequest.id":      StreamRequestID,
 	"jobplane.v1.StreamPlanSyncRequest.request": StreamRequestRequest,
 	"jobplane.v1.StreamPlanSyncRequest.delta":   StreamRequestDelta,
+	"jobplane.v1.StreamPlanSyncRequest.partial": StreamRequestPartial,
 	"jobplane.v1.PlanSyncRequest.pods":          PlanSyncRequestPods,
 	"jobplane.v1.PlanSyncDelta.upserted_pods":   PlanSyncDeltaUpsertedPods,
 

@@ -184,7 +184,15 @@ type StreamPlanSyncRequest struct {
 	// The snapshot in full.
 	Request *PlanSyncRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
 	// The snapshot as a change of an earlier one of the same Job.
-	Delta         *PlanSyncDelta `protobuf:"bytes,3,opt,name=delta,proto3" json:"delta,omitempty"`
+	Delta *PlanSyncDelta `protobuf:"bytes,3,opt,name=delta,proto3" json:"delta,omitempty"`
+	// The snapshot continues in the next request of the same Job, a delta
+	// based on this one: the snapshot is sent in parts, each within the
+	// size the planner takes. The planner checks and keeps this request's
+	// snapshot as any other's, but plans nothing: its response carries
+	// neither response nor error when it is kept. The last part (partial
+	// unset) is planned as the whole snapshot; its sync fields are the
+	// sync's, as every part's are checked.
+	Partial       bool `protobuf:"varint,4,opt,name=partial,proto3" json:"partial,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -238,6 +246,13 @@ func (x *StreamPlanSyncRequest) GetDelta() *PlanSyncDelta {
 		return x.Delta
 	}
 	return nil
+}
+
+func (x *StreamPlanSyncRequest) GetPartial() bool {
+	if x != nil {
+		return x.Partial
+	}
+	return false
 }
 
 // PlanSyncDelta is a snapshot of a Job given as its difference from the base:
@@ -547,11 +562,12 @@ const file_jobplane_v1_planner_service_proto_rawDesc = "" +
 	"\x0ebackoff_record\x18\x06 \x01(\v2\x1a.jobplane.v1.BackoffRecordR\rbackoffRecord\x12-\n" +
 	"\x12tracking_finalizer\x18\a \x01(\tR\x11trackingFinalizer\"=\n" +
 	"\x10PlanSyncResponse\x12)\n" +
-	"\x04plan\x18\x01 \x01(\v2\x15.jobplane.v1.SyncPlanR\x04plan\"\x91\x01\n" +
+	"\x04plan\x18\x01 \x01(\v2\x15.jobplane.v1.SyncPlanR\x04plan\"\xab\x01\n" +
 	"\x15StreamPlanSyncRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x126\n" +
 	"\arequest\x18\x02 \x01(\v2\x1c.jobplane.v1.PlanSyncRequestR\arequest\x120\n" +
-	"\x05delta\x18\x03 \x01(\v2\x1a.jobplane.v1.PlanSyncDeltaR\x05delta\"\xe6\x03\n" +
+	"\x05delta\x18\x03 \x01(\v2\x1a.jobplane.v1.PlanSyncDeltaR\x05delta\x12\x18\n" +
+	"\apartial\x18\x04 \x01(\bR\apartial\"\xe6\x03\n" +
 	"\rPlanSyncDelta\x12\x17\n" +
 	"\abase_id\x18\x01 \x01(\tR\x06baseId\x12\x17\n" +
 	"\ajob_uid\x18\x02 \x01(\tR\x06jobUid\x12\"\n" +

@@ -63,10 +63,11 @@ type PlannerServiceClient interface {
 	// per stream and per Job UID, the snapshot of the last request of that Job
 	// it answered with a plan, named by that request's id. The plan of a delta
 	// is byte for byte the plan of the full snapshot it stands for. The planner
-	// holds these snapshots within a bound on the pods held over all streams,
+	// holds these snapshots within bounds on the pods held over all streams,
 	// each Job counting as one pod more (flag -stream-snapshot-max-pods),
-	// evicting the least recently used (a snapshot beyond the bound is planned
-	// but not kept), and drops a Job's snapshot when its plan finds the Job
+	// and on their memory (-stream-snapshot-max-bytes), evicting the least
+	// recently used (a snapshot beyond the bounds is planned but not kept),
+	// and drops a Job's snapshot when its plan finds the Job
 	// finished, when a request of that Job fails, and when the stream ends. A
 	// reconnecting client therefore starts with full snapshots.
 	//
@@ -75,20 +76,34 @@ type PlannerServiceClient interface {
 	// for a UID the base does not hold or one also upserted,
 	// "delta.job.metadata.namespace" for a Job moved to another namespace);
 	// INVALID_ARGUMENT when both request and delta are set;
+	// RESOURCE_EXHAUSTED with an ErrorInfo whose reason is SNAPSHOT_TOO_LARGE
+	// (metadata "size", "limit") for a partial request whose snapshot so far
+	// is more than the planner keeps (-stream-snapshot-max-bytes,
+	// -stream-snapshot-max-pods);
 	// FAILED_PRECONDITION with an ErrorInfo whose reason is
 	// SNAPSHOT_BASE_UNKNOWN (metadata "jobUid", "baseId") when the delta's
 	// base is not the snapshot the planner holds for that Job on this stream
 	// (never sent, evicted, dropped, or superseded by a later request): the
 	// client resends that snapshot in full.
 	//
+	// A snapshot larger than one request may carry is sent in parts
+	// (partial): the first in full or as a delta, each next one a delta
+	// based on the one before, adding pods. The executor sends a Job's
+	// snapshot so when it is larger than the planner takes, so that a Job
+	// of any size the planner can hold is planned, as the reference syncs
+	// it; beyond what the planner keeps, the Job waits with a Warning event
+	// SnapshotTooLarge (a deviation: the reference holds every pod in its
+	// informer, whatever its memory).
+	//
 	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller;
 	// RESOURCE_EXHAUSTED for a request larger than the planner takes, which
 	// ends the stream and every request on it. The stream's response headers
 	// say that size at once ("jobplane-max-message-bytes", in bytes: the
 	// smaller of -max-recv-msg-bytes and the caller's priority level's bytes
-	// budget over -request-memory-per-byte), so that a client refuses a
-	// larger snapshot itself, alone (the executor: RESOURCE_EXHAUSTED
-	// SNAPSHOT_TOO_LARGE and a Warning event SnapshotTooLarge on the Job);
+	// budget over -request-memory-per-byte), so that a client sends a larger
+	// snapshot in parts, or refuses it alone when even its Job and one pod
+	// are larger (the executor: RESOURCE_EXHAUSTED SNAPSHOT_TOO_LARGE and a
+	// Warning event SnapshotTooLarge on the Job);
 	// RESOURCE_EXHAUSTED STREAM_PREEMPTED with RetryInfo when the caller
 	// holds more of its priority level's streams than another caller that
 	// needs one.
@@ -188,10 +203,11 @@ type PlannerServiceServer interface {
 	// per stream and per Job UID, the snapshot of the last request of that Job
 	// it answered with a plan, named by that request's id. The plan of a delta
 	// is byte for byte the plan of the full snapshot it stands for. The planner
-	// holds these snapshots within a bound on the pods held over all streams,
+	// holds these snapshots within bounds on the pods held over all streams,
 	// each Job counting as one pod more (flag -stream-snapshot-max-pods),
-	// evicting the least recently used (a snapshot beyond the bound is planned
-	// but not kept), and drops a Job's snapshot when its plan finds the Job
+	// and on their memory (-stream-snapshot-max-bytes), evicting the least
+	// recently used (a snapshot beyond the bounds is planned but not kept),
+	// and drops a Job's snapshot when its plan finds the Job
 	// finished, when a request of that Job fails, and when the stream ends. A
 	// reconnecting client therefore starts with full snapshots.
 	//
@@ -200,20 +216,34 @@ type PlannerServiceServer interface {
 	// for a UID the base does not hold or one also upserted,
 	// "delta.job.metadata.namespace" for a Job moved to another namespace);
 	// INVALID_ARGUMENT when both request and delta are set;
+	// RESOURCE_EXHAUSTED with an ErrorInfo whose reason is SNAPSHOT_TOO_LARGE
+	// (metadata "size", "limit") for a partial request whose snapshot so far
+	// is more than the planner keeps (-stream-snapshot-max-bytes,
+	// -stream-snapshot-max-pods);
 	// FAILED_PRECONDITION with an ErrorInfo whose reason is
 	// SNAPSHOT_BASE_UNKNOWN (metadata "jobUid", "baseId") when the delta's
 	// base is not the snapshot the planner holds for that Job on this stream
 	// (never sent, evicted, dropped, or superseded by a later request): the
 	// client resends that snapshot in full.
 	//
+	// A snapshot larger than one request may carry is sent in parts
+	// (partial): the first in full or as a delta, each next one a delta
+	// based on the one before, adding pods. The executor sends a Job's
+	// snapshot so when it is larger than the planner takes, so that a Job
+	// of any size the planner can hold is planned, as the reference syncs
+	// it; beyond what the planner keeps, the Job waits with a Warning event
+	// SnapshotTooLarge (a deviation: the reference holds every pod in its
+	// informer, whatever its memory).
+	//
 	// Errors (of the stream): CANCELLED / DEADLINE_EXCEEDED from the caller;
 	// RESOURCE_EXHAUSTED for a request larger than the planner takes, which
 	// ends the stream and every request on it. The stream's response headers
 	// say that size at once ("jobplane-max-message-bytes", in bytes: the
 	// smaller of -max-recv-msg-bytes and the caller's priority level's bytes
-	// budget over -request-memory-per-byte), so that a client refuses a
-	// larger snapshot itself, alone (the executor: RESOURCE_EXHAUSTED
-	// SNAPSHOT_TOO_LARGE and a Warning event SnapshotTooLarge on the Job);
+	// budget over -request-memory-per-byte), so that a client sends a larger
+	// snapshot in parts, or refuses it alone when even its Job and one pod
+	// are larger (the executor: RESOURCE_EXHAUSTED SNAPSHOT_TOO_LARGE and a
+	// Warning event SnapshotTooLarge on the Job);
 	// RESOURCE_EXHAUSTED STREAM_PREEMPTED with RetryInfo when the caller
 	// holds more of its priority level's streams than another caller that
 	// needs one.

@@ -33,8 +33,9 @@ const (
 	reasonFailedCreate     = "FailedCreate"
 	reasonSuccessfulDelete = "SuccessfulDelete"
 	reasonFailedDelete     = "FailedDelete"
-	// reasonSnapshotTooLarge is jobplane's: a Job whose pods are more than
-	// the planner takes in one request is not planned.
+	// reasonSnapshotTooLarge is jobplane's: a Job whose snapshot is more
+	// than the planner keeps, or whose Job or one pod alone is more than
+	// it takes in one request, is not planned.
 	reasonSnapshotTooLarge = "SnapshotTooLarge"
 )
 

@@ -1,6 +1,7 @@
 package plannerclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,8 +35,12 @@ import (
 type deltaPlanner struct {
 	jobplanev1.UnimplementedPlannerServiceServer
 
+	// maxMessage is the largest request it takes, 64 MiB when 0: a larger
+	// one ends the stream, as the chassis does.
+	maxMessage int
+
 	mu     sync.Mutex
-	kinds  []string // "full" or "delta N/M" (upserted/removed), in order
+	kinds  []string // "full" or "delta N/M" (upserted/removed), "+" when partial, in order
 	forget bool     // evict every snapshot before the next request
 }
 
@@ -45,7 +51,8 @@ type heldSnapshot struct {
 }
 
 func (f *deltaPlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1.StreamPlanSyncRequest, jobplanev1.StreamPlanSyncResponse]) error {
-	if err := sendMaxMessage(stream, 64<<20); err != nil {
+	limit := cmp.Or(f.maxMessage, 64<<20)
+	if err := sendMaxMessage(stream, limit); err != nil {
 		return err
 	}
 	held := map[string]*heldSnapshot{}
@@ -57,10 +64,13 @@ func (f *deltaPlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1
 		if err != nil {
 			return err
 		}
+		if n := proto.Size(req); n > limit {
+			return status.Errorf(codes.ResourceExhausted, "a request of %d bytes, more than %d", n, limit)
+		}
 		resp := &jobplanev1.StreamPlanSyncResponse{Id: req.GetId()}
 		if plan, err := f.plan(held, req); err != nil {
 			resp.Error = status.Convert(err).Proto()
-		} else {
+		} else if plan != nil {
 			resp.Response = &jobplanev1.PlanSyncResponse{Plan: plan}
 		}
 		if err := stream.Send(resp); err != nil {
@@ -83,12 +93,12 @@ func (f *deltaPlanner) plan(held map[string]*heldSnapshot, req *jobplanev1.Strea
 			h.pods[p.GetMetadata().GetUid()] = p
 		}
 		delete(held, full.GetJob().GetMetadata().GetUid())
-		f.record("full")
+		f.record("full", req.GetPartial())
 	} else {
 		d := req.GetDelta()
 		h = held[d.GetJobUid()]
 		delete(held, d.GetJobUid())
-		f.record(fmt.Sprintf("delta %d/%d", len(d.GetUpsertedPods()), len(d.GetRemovedPodUids())))
+		f.record(fmt.Sprintf("delta %d/%d", len(d.GetUpsertedPods()), len(d.GetRemovedPodUids())), req.GetPartial())
 		if h == nil || h.id != d.GetBaseId() {
 			return nil, apierr.New(codes.FailedPrecondition, "SNAPSHOT_BASE_UNKNOWN", nil, "unknown base %q", d.GetBaseId())
 		}
@@ -109,15 +119,22 @@ func (f *deltaPlanner) plan(held map[string]*heldSnapshot, req *jobplanev1.Strea
 	}
 	h.id = req.GetId()
 	name := h.job.GetMetadata().GetName()
+	if req.GetPartial() {
+		held[h.job.GetMetadata().GetUid()] = h
+		return nil, nil
+	}
 	if name != "finish" {
 		held[h.job.GetMetadata().GetUid()] = h
 	}
 	return &jobplanev1.SyncPlan{Summary: digest(h.job, h.pods), ReleaseJobState: name == "finish"}, nil
 }
 
-func (f *deltaPlanner) record(kind string) {
+func (f *deltaPlanner) record(kind string, partial bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if partial {
+		kind += "+"
+	}
 	f.kinds = append(f.kinds, kind)
 }
 
@@ -310,4 +327,60 @@ func TestReconnectStartsWithFullSnapshots(t *testing.T) {
 	}
 	a.succeed(4)
 	mustPlan(t, c, a, "delta 1/0", f)
+}
+
+// A snapshot larger than the planner takes is sent in parts, each within
+// its limit, and planned whole: in full, then as a delta; a snapshot that
+// fits is sent as it is, and the next delta is based on the last part.
+func TestASnapshotLargerThanThePlannerTakesIsSentInParts(t *testing.T) {
+	f := &deltaPlanner{maxMessage: 1500}
+	c := newClient(t, startPlannerImpl(t, f))
+	a := newWorld("a", 60)
+	if _, err := planSnapshot(t, c, a); err != nil {
+		t.Fatal(err)
+	}
+	a.succeed(3)
+	mustPlan(t, c, a, "delta 1/0", f)
+	for i := range a.pods {
+		a.succeed(i)
+	}
+	a.pods = a.pods[5:]
+	if _, err := planSnapshot(t, c, a); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	kinds := slices.Clone(f.kinds)
+	f.mu.Unlock()
+	want := []string{"full+", "delta 25/0", "delta 1/0", "delta 33/5+", "delta 22/0"}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("sent %q, want %q", kinds, want)
+	}
+	if n := c.SentInParts(); n != 2 {
+		t.Errorf("%d snapshots sent in parts, want 2", n)
+	}
+	if n := c.Streams(); n != 1 {
+		t.Errorf("%d streams opened, want 1: a request was too large for the planner", n)
+	}
+}
+
+// A part the planner refuses fails the sync with its error, and the next
+// sync of the Job starts again in full.
+func TestAPartRefusedFailsTheSync(t *testing.T) {
+	f := &deltaPlanner{maxMessage: 1500}
+	c := newClient(t, startPlannerImpl(t, f))
+	a := newWorld("a", 60)
+	good := a.pods[2]
+	a.pods[2] = good.DeepCopy()
+	a.pods[2].Name = "bad"
+	if _, err := planSnapshot(t, c, a); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("got %v, want the first part's InvalidArgument", err)
+	}
+	a.pods[2] = good
+	mustPlan(t, c, a, "delta 25/0", f)
+	f.mu.Lock()
+	first := f.kinds[len(f.kinds)-2]
+	f.mu.Unlock()
+	if first != "full+" {
+		t.Errorf("the sync after the refusal began with %q, want a full snapshot in parts", first)
+	}
 }

@@ -42,6 +42,7 @@ type Client struct {
 	backoff time.Duration
 
 	fullResends atomic.Int64
+	sentInParts atomic.Int64
 	streams     atomic.Int64
 }
 
@@ -177,6 +178,10 @@ func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*job
 // Streams is the number of streams opened: one, unless one broke.
 func (c *Client) Streams() int64 { return c.streams.Load() }
 
+// SentInParts is the number of snapshots sent in parts, each larger than
+// the planner takes in one request.
+func (c *Client) SentInParts() int64 { return c.sentInParts.Load() }
+
 // FullResends is the number of deltas the planner answered with
 // SNAPSHOT_BASE_UNKNOWN, resent in full.
 func (c *Client) FullResends() int64 { return c.fullResends.Load() }
@@ -186,25 +191,37 @@ func baseUnknown(err error) bool {
 	return status.Code(err) == codes.FailedPrecondition && apierr.Reason(err) == "SNAPSHOT_BASE_UNKNOWN"
 }
 
-// tooLarge refuses msg, a request for s, if the planner would not take it:
-// sent, it would end the stream every Job's plans share.
-func (s *stream) tooLarge(ctx context.Context, msg any) error {
+// outgoing is a request to send, and its id.
+type outgoing struct {
+	id  string
+	msg any
+}
+
+// fitted is msg, the request id, as the requests the planner takes on s:
+// itself, or its snapshot in parts (libplan.WireRequest.Parts) when the
+// planner takes no request as large. A request that cannot be split so is
+// refused: sent, it would end the stream every Job's plans share.
+func (s *stream) fitted(ctx context.Context, id string, msg any) ([]outgoing, error) {
 	limit := s.largestMessage(ctx)
-	if limit <= 0 {
-		return nil
-	}
 	var size int
 	switch m := msg.(type) {
 	case *libplan.WireRequest:
 		size = m.Size()
+		if parts, ok := m.Parts(limit); limit > 0 && size > limit && ok {
+			out := make([]outgoing, len(parts))
+			for i, p := range parts {
+				out[i] = outgoing{id: p.ID(), msg: p}
+			}
+			return out, nil
+		}
 	case proto.Message:
 		size = proto.Size(m)
 	}
-	if size <= limit {
-		return nil
+	if limit <= 0 || size <= limit {
+		return []outgoing{{id: id, msg: msg}}, nil
 	}
-	return apierr.New(codes.ResourceExhausted, libplan.ReasonTooLarge, map[string]string{"size": strconv.Itoa(size), "limit": strconv.Itoa(limit)},
-		"the Job's snapshot is %d bytes, more than the planner takes (%d): fewer pods, or a planner with more memory (-max-recv-msg-bytes, GOMEMLIMIT)", size, limit)
+	return nil, apierr.New(codes.ResourceExhausted, libplan.ReasonTooLarge, map[string]string{"size": strconv.Itoa(size), "limit": strconv.Itoa(limit)},
+		"the Job's snapshot is %d bytes, more than the planner takes (%d), and cannot be sent in parts: its Job, or one of its pods, is too large alone; a planner with more memory (-max-recv-msg-bytes, GOMEMLIMIT) takes it", size, limit)
 }
 
 // largestMessage is the largest request the planner takes on s, 0 when
@@ -227,35 +244,52 @@ func (s *stream) largestMessage(ctx context.Context) int {
 }
 
 // exchange sends msg, the request id (a StreamPlanSyncRequest, or one
-// encoded: libplan.WireRequest), on s and waits for its answer.
+// encoded: libplan.WireRequest), on s, in parts if it must be, and waits
+// for its answer: the plan, or the first error of its parts.
 func (c *Client) exchange(ctx context.Context, s *stream, id string, msg any) (*jobplanev1.SyncPlan, error) {
-	if err := s.tooLarge(ctx, msg); err != nil {
-		return nil, err
-	}
-	ch := make(chan result, 1)
-	if err := s.register(id, ch); err != nil {
-		return nil, err
-	}
-	s.sendMu.Lock()
-	err := s.call.SendMsg(msg)
-	s.sendMu.Unlock()
+	requests, err := s.fitted(ctx, id, msg)
 	if err != nil {
-		c.broken(s, err)
-		return nil, unavailable(err)
+		return nil, err
 	}
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, r.err
-		}
-		if e := r.resp.GetError(); e != nil {
-			return nil, status.ErrorProto(e)
-		}
-		return r.resp.GetResponse().GetPlan(), nil
-	case <-ctx.Done():
-		s.unregister(id)
-		return nil, status.FromContextError(ctx.Err()).Err()
+	if len(requests) > 1 {
+		c.sentInParts.Add(1)
 	}
+	answers := make([]chan result, len(requests))
+	for i, r := range requests {
+		answers[i] = make(chan result, 1)
+		if err := s.register(r.id, answers[i]); err != nil {
+			s.unregister(requests[:i]...)
+			return nil, err
+		}
+	}
+	for _, r := range requests {
+		s.sendMu.Lock()
+		err := s.call.SendMsg(r.msg)
+		s.sendMu.Unlock()
+		if err != nil {
+			c.broken(s, err)
+			return nil, unavailable(err)
+		}
+	}
+	for i, answer := range answers {
+		select {
+		case r := <-answer:
+			if r.err != nil {
+				return nil, r.err
+			}
+			if e := r.resp.GetError(); e != nil {
+				s.unregister(requests[i+1:]...)
+				return nil, status.ErrorProto(e)
+			}
+			if i == len(answers)-1 {
+				return r.resp.GetResponse().GetPlan(), nil
+			}
+		case <-ctx.Done():
+			s.unregister(requests[i:]...)
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	panic("unreachable: a request has at least one part")
 }
 
 // open returns the current stream, opening one when none is, and an id for
@@ -353,10 +387,12 @@ func (s *stream) register(id string, ch chan result) error {
 	return nil
 }
 
-func (s *stream) unregister(id string) {
+func (s *stream) unregister(requests ...outgoing) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.waiting, id)
+	for _, r := range requests {
+		delete(s.waiting, r.id)
+	}
 }
 
 func (s *stream) deliver(id string, r result) {

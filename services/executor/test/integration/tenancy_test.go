@@ -175,13 +175,43 @@ func hasCondition(job *batchv1.Job, typ batchv1.JobConditionType) bool {
 	})
 }
 
-// A Job whose snapshot is larger than the planner takes (here, at a
-// planner taking 4 KiB, its forty pods) is refused alone, with a Warning
-// event on it, before it is sent: sent, it would end the stream every
-// Job's plans share, at each of its syncs. Another namespace's Job runs
-// beside it on the one stream.
-func TestAJobTooLargeToPlanBreaksNoOneElsesPlans(t *testing.T) {
+// A Job whose snapshot is larger than the planner takes in one request
+// (here, at a planner taking 4 KiB, its forty pods) is sent in parts, and
+// runs to completion, as the reference runs it; another namespace's Job
+// runs beside it on the one stream.
+func TestAJobLargerThanThePlannerTakesIsPlannedInParts(t *testing.T) {
 	e := startWith(t, options{planner: []string{"-max-recv-msg-bytes", "4096"}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const huge, small = "huge", "small"
+	namespace(t, e.client, huge)
+	namespace(t, e.client, small)
+	if _, err := e.client.BatchV1().Jobs(huge).Create(ctx, newJob(huge, "big", 40, 40), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.BatchV1().Jobs(small).Create(ctx, newJob(small, "one", 1, 1), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPods(t, e.client, huge, 40)
+	waitPods(t, e.client, small, 1)
+	finishPods(t, e.client, huge)
+	finishPods(t, e.client, small)
+	waitComplete(t, e.client, huge, "big")
+	waitComplete(t, e.client, small, "one")
+	if n := e.plans.SentInParts(); n == 0 {
+		t.Error("no snapshot was sent in parts")
+	}
+	if n := e.plans.Streams(); n != 1 {
+		t.Errorf("%d planner streams opened, want the first alone: a request was too large for the planner", n)
+	}
+}
+
+// A Job whose snapshot is more than the planner keeps, even in parts
+// (here 40 pods at a planner keeping 32 KiB of snapshots), is refused
+// alone, with a Warning event on it naming the bound; another namespace's
+// Job runs beside it on the one stream.
+func TestAJobBeyondWhatThePlannerKeepsWaitsAloneWithAnEvent(t *testing.T) {
+	e := startWith(t, options{planner: []string{"-max-recv-msg-bytes", "4096", "-stream-snapshot-max-bytes", "32768"}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const huge, small = "huge", "small"
@@ -196,8 +226,8 @@ func TestAJobTooLargeToPlanBreaksNoOneElsesPlans(t *testing.T) {
 		if err != nil || len(events.Items) == 0 {
 			return false, err
 		}
-		if msg := events.Items[0].Message; !strings.Contains(msg, "4096") {
-			t.Errorf("the event says %q, not the planner's limit", msg)
+		if msg := events.Items[0].Message; !strings.Contains(msg, "-stream-snapshot-max-bytes") {
+			t.Errorf("the event says %q, not the planner's bound", msg)
 		}
 		return true, nil
 	})

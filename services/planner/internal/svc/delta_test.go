@@ -404,6 +404,35 @@ func (s *stamper) stamp(uid string, content fmt.Stringer) string {
 	return s.rv[uid]
 }
 
+// executorSnapshot is the world's snapshot as the executor sends it, each
+// object's resourceVersion stamped by its content.
+func (st *stamper) executorSnapshot(w *sim.World) *plan.Snapshot {
+	s := w.Snapshot()
+	s.Job.ResourceVersion = ""
+	s.Job.ResourceVersion = st.stamp(string(s.Job.UID), s.Job)
+	for _, p := range s.Pods {
+		p.ResourceVersion = ""
+		p.ResourceVersion = st.stamp(string(p.UID), p)
+	}
+	return &plan.Snapshot{Job: s.Job, Pods: s.Pods, Now: s.Now, Finalizer: s.TrackingFinalizer,
+		State: plan.State{Expectations: s.Expectations, FinalizerRemovalsInFlight: s.FinalizerRemovalsInFlight, Backoff: s.Backoff}}
+}
+
+// nextSent is what the executor remembers of its Job once the planner
+// answered snap, sent as request id on top of sent (nil: in full): nil
+// when the planner dropped the Job.
+func nextSent(bases *streamSnapshots, snap *plan.Snapshot, sent *plan.Sent, id string) *plan.Sent {
+	switch _, held := bases.jobs[string(snap.Job.UID)]; {
+	case !held:
+		return nil
+	case sent == nil:
+		return snap.Record(id)
+	default:
+		sent.ID = id
+		return sent
+	}
+}
+
 // The executor's own deltas (lib/plan.Snapshot.Delta, by resourceVersion)
 // along simulated lifecycles are planned byte for byte as the snapshots in
 // full.
@@ -421,15 +450,7 @@ func TestExecutorDeltasPlanAsTheFullSnapshotAlongLifecycles(t *testing.T) {
 		var sent *plan.Sent
 		n := 0
 		sc.Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 3000, seed%2 == 1, func(w *sim.World) {
-			s := w.Snapshot()
-			s.Job.ResourceVersion = ""
-			s.Job.ResourceVersion = st.stamp(string(s.Job.UID), s.Job)
-			for _, p := range s.Pods {
-				p.ResourceVersion = ""
-				p.ResourceVersion = st.stamp(string(p.UID), p)
-			}
-			snap := &plan.Snapshot{Job: s.Job, Pods: s.Pods, Now: s.Now, Finalizer: s.TrackingFinalizer,
-				State: plan.State{Expectations: s.Expectations, FinalizerRemovalsInFlight: s.FinalizerRemovalsInFlight, Backoff: s.Backoff}}
+			snap := st.executorSnapshot(w)
 			id := fmt.Sprintf("%s-%d", sc.Name, n)
 			n++
 			want, wantErr := fullPlan(t, snap.Request())
@@ -442,14 +463,7 @@ func TestExecutorDeltasPlanAsTheFullSnapshotAlongLifecycles(t *testing.T) {
 			if (wantErr == nil) != (gotErr == nil) || !bytes.Equal(got, want) {
 				t.Fatalf("%s: the delta's plan (%v) differs from the full snapshot's (%v)", id, gotErr, wantErr)
 			}
-			switch _, held := bases.jobs[string(s.Job.UID)]; {
-			case !held:
-				sent = nil
-			case sent == nil:
-				sent = snap.Record(id)
-			default:
-				sent.ID = id
-			}
+			sent = nextSent(bases, snap, sent, id)
 		})
 	}
 	if deltas < 300 {

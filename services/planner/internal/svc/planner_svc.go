@@ -8,8 +8,10 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strconv"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -202,7 +204,7 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, settings syncSetti
 		if err != nil {
 			return nil, err
 		}
-		return planBase(bases, b, delta, settings), nil
+		return settleBase(bases, b, delta, req.msg.GetPartial(), settings)
 	default:
 		if uid := full.GetJob().GetMetadata().GetUid(); uid != "" {
 			bases.take(uid).dispose() // superseded, whatever comes of this request
@@ -213,8 +215,31 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, settings syncSetti
 			return nil, err
 		}
 		b.release, req.releasePods = req.releasePods, nil // the base's now
-		return planBase(bases, b, full, settings), nil
+		return settleBase(bases, b, full, req.msg.GetPartial(), settings)
 	}
+}
+
+// settleBase plans the snapshot b, or, when it is a part of a snapshot
+// that continues (partial), only keeps it as the base of the next part:
+// a part that cannot be kept fails, since the next would find no base.
+func settleBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFields, partial bool, settings syncSettings) (*jobplanev1.PlanSyncResponse, error) {
+	if !partial {
+		return planBase(bases, b, fields, settings), nil
+	}
+	w := b.weight()
+	if !bases.put(b) {
+		return nil, notKept(w, bases.store)
+	}
+	return nil, nil
+}
+
+// notKept answers a part of a snapshot, of weight w, that the store could
+// not keep.
+func notKept(w weight, st *snapshotStore) error {
+	return apierr.New(codes.ResourceExhausted, plan.ReasonTooLarge,
+		map[string]string{"size": strconv.FormatInt(w.bytes, 10), "limit": strconv.FormatInt(st.maxBytes, 10)},
+		"the snapshot's parts so far hold %d pods in %d bytes, more than the planner can keep (at most %d pods and %d bytes over all streams: -stream-snapshot-max-pods, -stream-snapshot-max-bytes)",
+		w.pods-1, w.bytes, st.maxPods, st.maxBytes)
 }
 
 // planBase plans the snapshot b with the sync fields of its request and

@@ -247,11 +247,14 @@ func (s *streamSnapshots) take(jobUID string) *baseSnapshot {
 // put keeps b as the stream's snapshot of its Job, evicting the least
 // recently used snapshots beyond the bound, outside callers' first (a
 // snapshot of theirs evicts none of the system level's); a snapshot that
-// does not fit so is not kept.
-func (s *streamSnapshots) put(b *baseSnapshot) {
+// does not fit so is not kept (false), and disposed of.
+func (s *streamSnapshots) put(b *baseSnapshot) (kept bool) {
+	kept = true
 	for _, dropped := range s.keep(b) {
+		kept = kept && dropped != b
 		dropped.dispose() // outside the lock: it clears the pods
 	}
+	return kept
 }
 
 // keep is put but for disposing of the snapshots it drops, which it

@@ -1,0 +1,146 @@
+package svc
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/plan"
+	"github.com/jobplane/jobplane/services/planner/internal/sim"
+)
+
+// planWire plans a request of a stream as the server decodes it from its
+// encoding.
+func planWire(t *testing.T, bases *streamSnapshots, w *plan.WireRequest) (*jobplanev1.PlanSyncResponse, error) {
+	t.Helper()
+	parts, err := w.MarshalWire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r streamRequest
+	if err := r.UnmarshalWire(bytes.Join(parts, nil)); err != nil {
+		t.Fatal(err)
+	}
+	return planStreamed(bases, &r, syncSettings{})
+}
+
+// planParts plans the parts of a snapshot: each but the last is answered
+// with neither a plan nor an error.
+func planParts(t *testing.T, bases *streamSnapshots, parts []*plan.WireRequest) (*jobplanev1.PlanSyncResponse, error) {
+	t.Helper()
+	for _, p := range parts[:len(parts)-1] {
+		if resp, err := planWire(t, bases, p); err != nil || resp != nil {
+			return nil, fmt.Errorf("part %s answered %v, %v", p.ID(), resp, err)
+		}
+	}
+	return planWire(t, bases, parts[len(parts)-1])
+}
+
+// Along simulated lifecycles, each snapshot sent in parts, in full or as a
+// delta, within a random limit, is planned byte for byte as the snapshot in
+// full, and the next delta is based on its last part.
+func TestPartsPlanAsTheWholeSnapshotAlongLifecycles(t *testing.T) {
+	lifecycles := 24
+	if testing.Short() {
+		lifecycles = 8
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
+	defer bases.close()
+	st := &stamper{last: map[string]string{}, rv: map[string]string{}}
+	split := 0
+	for seed := range uint64(lifecycles) {
+		sc := sim.Generate(seed)
+		var sent *plan.Sent
+		n := 0
+		sc.Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 3000, seed%2 == 1, func(w *sim.World) {
+			snap := st.executorSnapshot(w)
+			id := fmt.Sprintf("%d-%d", seed, n)
+			n++
+			want, wantErr := fullPlan(t, snap.Request())
+			var req *plan.WireRequest
+			var err error
+			if sent != nil {
+				req, err = snap.WireDelta(id, sent)
+			} else {
+				req, err = snap.WireRequest(id)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A limit of the Job and one to a few pods: some of the
+			// lifecycles' Jobs are larger, and go in one part.
+			parts, ok := req.Parts(800 + r.IntN(1200))
+			if !ok {
+				parts = []*plan.WireRequest{req}
+			}
+			if len(parts) > 1 {
+				split++
+			}
+			resp, gotErr := planParts(t, bases, parts)
+			var got []byte
+			if gotErr == nil {
+				got = deterministic(t, resp)
+			}
+			if (wantErr == nil) != (gotErr == nil) || !bytes.Equal(got, want) {
+				t.Fatalf("%s: the plan of %d parts (%v) differs from the full snapshot's (%v)", id, len(parts), gotErr, wantErr)
+			}
+			sent = nextSent(bases, snap, sent, id)
+		})
+	}
+	if split < 50 {
+		t.Errorf("only %d snapshots were sent in parts", split)
+	}
+}
+
+// A part the planner cannot keep fails with RESOURCE_EXHAUSTED
+// SNAPSHOT_TOO_LARGE naming its bounds, and keeps nothing: the next part
+// finds no base.
+func TestAPartBeyondWhatThePlannerKeepsIsTooLarge(t *testing.T) {
+	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, 64<<10)
+	bases := store.stream(true)
+	defer bases.close()
+	s := sim.Generate(1)
+	var snap *plan.Snapshot
+	s.Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 1, false, func(w *sim.World) {
+		e := w.Snapshot()
+		snap = &plan.Snapshot{Job: e.Job, Pods: e.Pods, Now: e.Now, Finalizer: e.TrackingFinalizer}
+	})
+	for len(snap.Pods) < 40 { // 40 pods of 3 KB: more than 64 KiB kept
+		p := snap.Pods[0].DeepCopy()
+		p.Name, p.UID = fmt.Sprint("p-", len(snap.Pods)), types.UID(fmt.Sprint("uid-", len(snap.Pods)))
+		p.Status.Message = strings.Repeat("m", 3000)
+		snap.Pods = append(snap.Pods, p)
+	}
+	w, err := snap.WireRequest("9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, ok := w.Parts(16 << 10)
+	if !ok || len(parts) < 4 {
+		t.Fatalf("%d bytes in %d parts", w.Size(), len(parts))
+	}
+	var refused error
+	for _, p := range parts {
+		if _, err := planWire(t, bases, p); err != nil {
+			refused = err
+			break
+		}
+	}
+	st := status.Convert(refused)
+	if st.Code() != codes.ResourceExhausted || apierr.Reason(refused) != plan.ReasonTooLarge || !strings.Contains(st.Message(), "-stream-snapshot-max-bytes") {
+		t.Fatalf("the parts beyond the bound: %v, want RESOURCE_EXHAUSTED %s naming the flag", refused, plan.ReasonTooLarge)
+	}
+	if held := store.heldWeight(); held != (weight{}) {
+		t.Fatalf("%+v held once the part was refused", held)
+	}
+}
