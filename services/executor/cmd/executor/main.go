@@ -190,6 +190,11 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 		return fmt.Errorf("planner client: %w", err)
 	}
 	planner := plannerclient.New(conn)
+	for _, m := range planner.Collectors() {
+		if err := srv.Registry().Register(m); err != nil {
+			return err
+		}
+	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	if cfg.weightAnnotations {
 		if err := shares.Watch(factory.Core().V1().Namespaces().Informer()); err != nil {

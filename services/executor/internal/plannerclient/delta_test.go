@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -357,6 +358,9 @@ func TestASnapshotLargerThanThePlannerTakesIsSentInParts(t *testing.T) {
 	}
 	if n := c.SentInParts(); n != 2 {
 		t.Errorf("%d snapshots sent in parts, want 2", n)
+	}
+	if n := testutil.ToFloat64(c.Collectors()[2]); n != 2 {
+		t.Errorf("jobplane_planner_snapshots_sent_in_parts_total = %v, want 2", n)
 	}
 	if n := c.Streams(); n != 1 {
 		t.Errorf("%d streams opened, want 1: a request was too large for the planner", n)

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -177,6 +178,18 @@ func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*job
 
 // Streams is the number of streams opened: one, unless one broke.
 func (c *Client) Streams() int64 { return c.streams.Load() }
+
+// Collectors are the client's counters as metrics.
+func (c *Client) Collectors() []prometheus.Collector {
+	counter := func(name, help string, n func() int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(n()) })
+	}
+	return []prometheus.Collector{
+		counter("jobplane_planner_streams_opened_total", "StreamPlanSync streams opened: one, unless one broke.", c.Streams),
+		counter("jobplane_planner_full_resends_total", "Deltas whose base the planner no longer held (SNAPSHOT_BASE_UNKNOWN), resent in full.", c.FullResends),
+		counter("jobplane_planner_snapshots_sent_in_parts_total", "Snapshots larger than the planner takes in one request, sent in parts.", c.SentInParts),
+	}
+}
 
 // SentInParts is the number of snapshots sent in parts, each larger than
 // the planner takes in one request.
