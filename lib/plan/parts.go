@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/binary"
 	"slices"
 	"strconv"
 
@@ -26,7 +27,10 @@ func (w *WireRequest) Parts(limit int) (parts []*WireRequest, ok bool) {
 		return nil, false // a unary request, or one of the parts already
 	}
 	head, pods, tail := w.parts[1], w.parts[2], w.parts[3]
-	ends := fieldEnds(pods)
+	ends, ok := fieldEnds(pods)
+	if !ok {
+		return nil, false
+	}
 	jobUID := string(w.snap.Job.UID)
 	nextTail, err := w.snap.syncFields().MarshalVTStrict()
 	if err != nil {
@@ -42,8 +46,8 @@ func (w *WireRequest) Parts(limit int) (parts []*WireRequest, ok bool) {
 			}
 		}
 		// The message's bytes, less what its envelope may take: the id,
-		// two tags, a length and the partial flag.
-		room := limit - (len(id) + 2*binaryTagAndLength + 2) - len(head) - len(tail)
+		// two tags, a length, the partial flag and the whole's size.
+		room := limit - (len(id) + 2*binaryTagAndLength + 2 + wholeFields) - len(head) - len(tail)
 		from := fieldStart(ends, start)
 		end := start
 		for end < len(ends) && ends[end]-from <= room {
@@ -62,11 +66,28 @@ func (w *WireRequest) Parts(limit int) (parts []*WireRequest, ok bool) {
 		}
 		parts = append(parts, partRequest(id, num, [][]byte{head, chunk, tail}, !last))
 		if last {
+			parts[0].declareWhole(parts, len(ends))
 			return parts, true
 		}
 		start, prev = end, id
 	}
 }
+
+// declareWhole has the first part w say the bytes and pods of all the
+// parts (whole_bytes, whole_pods), so that a planner that could never keep
+// them refuses it at once.
+func (w *WireRequest) declareWhole(parts []*WireRequest, pods int) {
+	size := 0
+	for _, p := range parts {
+		size += p.Size()
+	}
+	b := protowire.AppendVarint(protowire.AppendTag(nil, podwire.StreamRequestWholeBytes, protowire.VarintType), uint64(size))
+	b = protowire.AppendVarint(protowire.AppendTag(b, podwire.StreamRequestWholePods, protowire.VarintType), uint64(pods))
+	w.parts = append(w.parts, b)
+}
+
+// wholeFields is the most whole_bytes and whole_pods take.
+const wholeFields = 2 * (1 + binary.MaxVarintLen64)
 
 // binaryTagAndLength is the most a length-delimited field's tag (field
 // numbers below 16) and length take.
@@ -88,18 +109,19 @@ func partRequest(id string, num protowire.Number, msg [][]byte, partial bool) *W
 	return &WireRequest{parts: parts, id: id, num: num}
 }
 
-// fieldEnds are the offsets in b, encoded fields, where each ends.
-func fieldEnds(b []byte) []int {
+// fieldEnds are the offsets in b, encoded fields, where each ends; false
+// when b is not a run of whole fields.
+func fieldEnds(b []byte) ([]int, bool) {
 	var ends []int
 	for off := 0; off < len(b); {
 		_, _, n := protowire.ConsumeField(b[off:])
 		if n < 0 {
-			break // not written by AppendPod: no more parts
+			return nil, false
 		}
 		off += n
 		ends = append(ends, off)
 	}
-	return ends
+	return ends, true
 }
 
 // retagged is a copy of fields, encoded pods starting at offset from of

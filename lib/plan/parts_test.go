@@ -57,7 +57,32 @@ func decodeParts(t *testing.T, parts []*WireRequest, limit int) []*jobplanev1.St
 		}
 		out = append(out, m)
 	}
+	checkWhole(t, parts, out)
 	return out
+}
+
+// checkWhole checks that the first of several parts, alone, says the bytes
+// and pods of them all.
+func checkWhole(t *testing.T, parts []*WireRequest, decoded []*jobplanev1.StreamPlanSyncRequest) {
+	t.Helper()
+	size, pods := 0, 0
+	for i, m := range decoded {
+		size += parts[i].Size()
+		pods += len(m.GetRequest().GetPods()) + len(m.GetDelta().GetUpsertedPods())
+		if i > 0 && (m.GetWholeBytes() != 0 || m.GetWholePods() != 0) {
+			t.Fatalf("part %d says the whole's size", i+1)
+		}
+	}
+	first := decoded[0]
+	if len(parts) == 1 {
+		if first.GetWholeBytes() != 0 || first.GetWholePods() != 0 {
+			t.Fatal("a request sent whole says the size of parts")
+		}
+		return
+	}
+	if int(first.GetWholePods()) != pods || int(first.GetWholeBytes()) > size || int(first.GetWholeBytes()) < size-wholeFields {
+		t.Fatalf("the first part says %d bytes and %d pods; the parts have %d and %d", first.GetWholeBytes(), first.GetWholePods(), size, pods)
+	}
 }
 
 // reassemble applies parts to h, as the planner does, and returns the

@@ -11,6 +11,8 @@ const (
 	StreamRequestRequest      protowire.Number = 2 // StreamPlanSyncRequest.request
 	StreamRequestDelta        protowire.Number = 3 // StreamPlanSyncRequest.delta
 	StreamRequestPartial      protowire.Number = 4 // StreamPlanSyncRequest.partial
+	StreamRequestWholeBytes   protowire.Number = 5 // StreamPlanSyncRequest.whole_bytes
+	StreamRequestWholePods    protowire.Number = 6 // StreamPlanSyncRequest.whole_pods
 	PlanSyncRequestPods       protowire.Number = 2 // PlanSyncRequest.pods
 	PlanSyncDeltaUpsertedPods protowire.Number = 4 // PlanSyncDelta.upserted_pods
 )

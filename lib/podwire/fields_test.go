@@ -13,12 +13,14 @@ import (
 // fieldNumbers are this package's field numbers by the contract's full
 // names of their fields.
 var fieldNumbers = map[protoreflect.FullName]protowire.Number{
-	"jobplane.v1.StreamPlanSyncRequest.id":      StreamRequestID,
-	"jobplane.v1.StreamPlanSyncRequest.request": StreamRequestRequest,
-	"jobplane.v1.StreamPlanSyncRequest.delta":   StreamRequestDelta,
-	"jobplane.v1.StreamPlanSyncRequest.partial": StreamRequestPartial,
-	"jobplane.v1.PlanSyncRequest.pods":          PlanSyncRequestPods,
-	"jobplane.v1.PlanSyncDelta.upserted_pods":   PlanSyncDeltaUpsertedPods,
+	"jobplane.v1.StreamPlanSyncRequest.id":          StreamRequestID,
+	"jobplane.v1.StreamPlanSyncRequest.request":     StreamRequestRequest,
+	"jobplane.v1.StreamPlanSyncRequest.delta":       StreamRequestDelta,
+	"jobplane.v1.StreamPlanSyncRequest.partial":     StreamRequestPartial,
+	"jobplane.v1.StreamPlanSyncRequest.whole_bytes": StreamRequestWholeBytes,
+	"jobplane.v1.StreamPlanSyncRequest.whole_pods":  StreamRequestWholePods,
+	"jobplane.v1.PlanSyncRequest.pods":              PlanSyncRequestPods,
+	"jobplane.v1.PlanSyncDelta.upserted_pods":       PlanSyncDeltaUpsertedPods,
 
 	"jobplane.v1.Pod.api_version": podAPIVersion,
 	"jobplane.v1.Pod.kind":        podKind,

@@ -192,7 +192,14 @@ type StreamPlanSyncRequest struct {
 	// neither response nor error when it is kept. The last part (partial
 	// unset) is planned as the whole snapshot; its sync fields are the
 	// sync's, as every part's are checked.
-	Partial       bool `protobuf:"varint,4,opt,name=partial,proto3" json:"partial,omitempty"`
+	Partial bool `protobuf:"varint,4,opt,name=partial,proto3" json:"partial,omitempty"`
+	// On the first part of a snapshot sent in parts: the bytes of all its
+	// parts' requests together, and the pods they carry, so that the planner
+	// refuses at once a snapshot it could never keep, before evicting others
+	// to make room for its first parts. 0: not said.
+	WholeBytes int64 `protobuf:"varint,5,opt,name=whole_bytes,json=wholeBytes,proto3" json:"whole_bytes,omitempty"`
+	// As whole_bytes: the pods of all the parts.
+	WholePods     int32 `protobuf:"varint,6,opt,name=whole_pods,json=wholePods,proto3" json:"whole_pods,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -253,6 +260,20 @@ func (x *StreamPlanSyncRequest) GetPartial() bool {
 		return x.Partial
 	}
 	return false
+}
+
+func (x *StreamPlanSyncRequest) GetWholeBytes() int64 {
+	if x != nil {
+		return x.WholeBytes
+	}
+	return 0
+}
+
+func (x *StreamPlanSyncRequest) GetWholePods() int32 {
+	if x != nil {
+		return x.WholePods
+	}
+	return 0
 }
 
 // PlanSyncDelta is a snapshot of a Job given as its difference from the base:
@@ -562,12 +583,16 @@ const file_jobplane_v1_planner_service_proto_rawDesc = "" +
 	"\x0ebackoff_record\x18\x06 \x01(\v2\x1a.jobplane.v1.BackoffRecordR\rbackoffRecord\x12-\n" +
 	"\x12tracking_finalizer\x18\a \x01(\tR\x11trackingFinalizer\"=\n" +
 	"\x10PlanSyncResponse\x12)\n" +
-	"\x04plan\x18\x01 \x01(\v2\x15.jobplane.v1.SyncPlanR\x04plan\"\xab\x01\n" +
+	"\x04plan\x18\x01 \x01(\v2\x15.jobplane.v1.SyncPlanR\x04plan\"\xeb\x01\n" +
 	"\x15StreamPlanSyncRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x126\n" +
 	"\arequest\x18\x02 \x01(\v2\x1c.jobplane.v1.PlanSyncRequestR\arequest\x120\n" +
 	"\x05delta\x18\x03 \x01(\v2\x1a.jobplane.v1.PlanSyncDeltaR\x05delta\x12\x18\n" +
-	"\apartial\x18\x04 \x01(\bR\apartial\"\xe6\x03\n" +
+	"\apartial\x18\x04 \x01(\bR\apartial\x12\x1f\n" +
+	"\vwhole_bytes\x18\x05 \x01(\x03R\n" +
+	"wholeBytes\x12\x1d\n" +
+	"\n" +
+	"whole_pods\x18\x06 \x01(\x05R\twholePods\"\xe6\x03\n" +
 	"\rPlanSyncDelta\x12\x17\n" +
 	"\abase_id\x18\x01 \x01(\tR\x06baseId\x12\x17\n" +
 	"\ajob_uid\x18\x02 \x01(\tR\x06jobUid\x12\"\n" +

@@ -61,7 +61,8 @@ type PlannerServiceClient interface {
 	// A snapshot may be sent in full (request) or as a delta (delta) against
 	// the last snapshot of the same Job on the same stream: the planner keeps,
 	// per stream and per Job UID, the snapshot of the last request of that Job
-	// it answered with a plan, named by that request's id. The plan of a delta
+	// it answered with a plan or kept as a part (partial), named by that
+	// request's id. The plan of a delta
 	// is byte for byte the plan of the full snapshot it stands for. The planner
 	// holds these snapshots within bounds on the pods held over all streams,
 	// each Job counting as one pod more (flag -stream-snapshot-max-pods),
@@ -77,9 +78,12 @@ type PlannerServiceClient interface {
 	// "delta.job.metadata.namespace" for a Job moved to another namespace);
 	// INVALID_ARGUMENT when both request and delta are set;
 	// RESOURCE_EXHAUSTED with an ErrorInfo whose reason is SNAPSHOT_TOO_LARGE
-	// (metadata "size", "limit") for a partial request whose snapshot so far
-	// is more than the planner keeps (-stream-snapshot-max-bytes,
-	// -stream-snapshot-max-pods);
+	// (metadata "bytes", "pods": what the snapshot would hold; "limitBytes",
+	// "limitPods": the bounds, -stream-snapshot-max-bytes and
+	// -stream-snapshot-max-pods) for a partial request whose snapshot, so far
+	// or as its first part says it will be whole, is more than the planner
+	// keeps, or, for a caller other than the -system-users, more than it can
+	// keep beside theirs;
 	// FAILED_PRECONDITION with an ErrorInfo whose reason is
 	// SNAPSHOT_BASE_UNKNOWN (metadata "jobUid", "baseId") when the delta's
 	// base is not the snapshot the planner holds for that Job on this stream
@@ -201,7 +205,8 @@ type PlannerServiceServer interface {
 	// A snapshot may be sent in full (request) or as a delta (delta) against
 	// the last snapshot of the same Job on the same stream: the planner keeps,
 	// per stream and per Job UID, the snapshot of the last request of that Job
-	// it answered with a plan, named by that request's id. The plan of a delta
+	// it answered with a plan or kept as a part (partial), named by that
+	// request's id. The plan of a delta
 	// is byte for byte the plan of the full snapshot it stands for. The planner
 	// holds these snapshots within bounds on the pods held over all streams,
 	// each Job counting as one pod more (flag -stream-snapshot-max-pods),
@@ -217,9 +222,12 @@ type PlannerServiceServer interface {
 	// "delta.job.metadata.namespace" for a Job moved to another namespace);
 	// INVALID_ARGUMENT when both request and delta are set;
 	// RESOURCE_EXHAUSTED with an ErrorInfo whose reason is SNAPSHOT_TOO_LARGE
-	// (metadata "size", "limit") for a partial request whose snapshot so far
-	// is more than the planner keeps (-stream-snapshot-max-bytes,
-	// -stream-snapshot-max-pods);
+	// (metadata "bytes", "pods": what the snapshot would hold; "limitBytes",
+	// "limitPods": the bounds, -stream-snapshot-max-bytes and
+	// -stream-snapshot-max-pods) for a partial request whose snapshot, so far
+	// or as its first part says it will be whole, is more than the planner
+	// keeps, or, for a caller other than the -system-users, more than it can
+	// keep beside theirs;
 	// FAILED_PRECONDITION with an ErrorInfo whose reason is
 	// SNAPSHOT_BASE_UNKNOWN (metadata "jobUid", "baseId") when the delta's
 	// base is not the snapshot the planner holds for that Job on this stream

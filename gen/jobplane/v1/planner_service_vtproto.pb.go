@@ -197,6 +197,16 @@ func (m *StreamPlanSyncRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int, 
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.WholePods != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.WholePods))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.WholeBytes != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.WholeBytes))
+		i--
+		dAtA[i] = 0x28
+	}
 	if m.Partial {
 		i--
 		if m.Partial {
@@ -595,6 +605,12 @@ func (m *StreamPlanSyncRequest) SizeVT() (n int) {
 	}
 	if m.Partial {
 		n += 2
+	}
+	if m.WholeBytes != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.WholeBytes))
+	}
+	if m.WholePods != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.WholePods))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -1245,6 +1261,44 @@ func (m *StreamPlanSyncRequest) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.Partial = bool(v != 0)
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field WholeBytes", wireType)
+			}
+			m.WholeBytes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.WholeBytes |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field WholePods", wireType)
+			}
+			m.WholePods = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.WholePods |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -2538,6 +2592,44 @@ func (m *StreamPlanSyncRequest) UnmarshalVTUnsafe(dAtA []byte) error {
 				}
 			}
 			m.Partial = bool(v != 0)
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field WholeBytes", wireType)
+			}
+			m.WholeBytes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.WholeBytes |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field WholePods", wireType)
+			}
+			m.WholePods = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.WholePods |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

@@ -352,7 +352,7 @@ func TestASnapshotLargerThanThePlannerTakesIsSentInParts(t *testing.T) {
 	f.mu.Lock()
 	kinds := slices.Clone(f.kinds)
 	f.mu.Unlock()
-	want := []string{"full+", "delta 25/0", "delta 1/0", "delta 33/5+", "delta 22/0"}
+	want := []string{"full+", "delta 25/0", "delta 1/0", "delta 32/5+", "delta 23/0"}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("sent %q, want %q", kinds, want)
 	}
@@ -386,5 +386,54 @@ func TestAPartRefusedFailsTheSync(t *testing.T) {
 	f.mu.Unlock()
 	if first != "full+" {
 		t.Errorf("the sync after the refusal began with %q, want a full snapshot in parts", first)
+	}
+}
+
+// A delta whose removed pods alone are more than the planner takes in one
+// request (it cannot be split) is sent in full instead, in parts.
+func TestADeltaThatCannotBeSplitIsSentInFull(t *testing.T) {
+	f := &deltaPlanner{maxMessage: 1500}
+	c := newClient(t, startPlannerImpl(t, f))
+	a := newWorld(strings.Repeat("a", 40), 60)
+	if _, err := planSnapshot(t, c, a); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	before := len(f.kinds)
+	f.mu.Unlock()
+	a.pods = a.pods[50:]
+	if _, err := planSnapshot(t, c, a); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	kinds := slices.Clone(f.kinds[before:])
+	f.mu.Unlock()
+	if len(kinds) == 0 || !strings.HasPrefix(kinds[0], "full") {
+		t.Errorf("sent %q after 50 pods were removed, want the snapshot in full", kinds)
+	}
+}
+
+// A sync whose parts are not all answered before its deadline fails alone:
+// none of its parts stays waiting, and the stream serves the next sync.
+func TestASyncInPartsCancelledLeavesNothingWaiting(t *testing.T) {
+	impl := &fakePlanner{maxMessage: 1000}
+	c := newClient(t, startPlanner(t, impl))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.PlanSnapshot(ctx, newWorld("hold-big", 60).snapshot()) // its first part is never answered
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("got %v, want DeadlineExceeded", err)
+	}
+	if c.SentInParts() != 1 {
+		t.Fatalf("%d snapshots sent in parts, want 1", c.SentInParts())
+	}
+	if summary, err := plan(t, c, "after"); err != nil || summary != "plan for after" {
+		t.Fatalf("plan after it = %q, %v", summary, err)
+	}
+	c.stream.mu.Lock()
+	waiting := len(c.stream.waiting)
+	c.stream.mu.Unlock()
+	if waiting != 0 || impl.streams.Load() != 1 {
+		t.Errorf("%d requests still waiting, %d streams opened; want none and 1", waiting, impl.streams.Load())
 	}
 }

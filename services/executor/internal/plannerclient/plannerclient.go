@@ -130,7 +130,11 @@ func (c *Client) Plan(ctx context.Context, req *jobplanev1.PlanSyncRequest) (*jo
 	}
 	// The planner now holds this snapshot of the Job, not the one recorded.
 	s.takeBase(types.UID(req.GetJob().GetMetadata().GetUid()))
-	return c.exchange(ctx, s, id, &jobplanev1.StreamPlanSyncRequest{Id: id, Request: req})
+	requests, err := s.fitted(ctx, id, &jobplanev1.StreamPlanSyncRequest{Id: id, Request: req})
+	if err != nil {
+		return nil, err
+	}
+	return c.exchange(ctx, s, requests)
 }
 
 // PlanSnapshot returns the planner's plan for snap, sent as a delta against
@@ -151,16 +155,20 @@ func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*job
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "encoding the delta: %v", err)
 		}
-		p, err := c.exchange(ctx, s, id, d)
-		if err == nil {
-			base.ID = id
-			s.putBase(uid, base, p)
-			return p, nil
+		// A delta that cannot be sent even in parts (its removed pods are
+		// more than a request takes) goes in full.
+		if requests, err := s.fitted(ctx, id, d); err == nil {
+			p, err := c.exchange(ctx, s, requests)
+			if err == nil {
+				base.ID = id
+				s.putBase(uid, base, p)
+				return p, nil
+			}
+			if !baseUnknown(err) {
+				return nil, err
+			}
+			c.fullResends.Add(1)
 		}
-		if !baseUnknown(err) {
-			return nil, err
-		}
-		c.fullResends.Add(1)
 		if s, id, err = c.open(); err != nil {
 			return nil, err
 		}
@@ -169,7 +177,11 @@ func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*job
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encoding the snapshot: %v", err)
 	}
-	p, err := c.exchange(ctx, s, id, req)
+	requests, err := s.fitted(ctx, id, req)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.exchange(ctx, s, requests)
 	if err == nil {
 		s.putBase(uid, snap.Record(id), p)
 	}
@@ -220,7 +232,10 @@ func (s *stream) fitted(ctx context.Context, id string, msg any) ([]outgoing, er
 	switch m := msg.(type) {
 	case *libplan.WireRequest:
 		size = m.Size()
-		if parts, ok := m.Parts(limit); limit > 0 && size > limit && ok {
+		if limit <= 0 || size <= limit {
+			break
+		}
+		if parts, ok := m.Parts(limit); ok {
 			out := make([]outgoing, len(parts))
 			for i, p := range parts {
 				out[i] = outgoing{id: p.ID(), msg: p}
@@ -256,14 +271,10 @@ func (s *stream) largestMessage(ctx context.Context) int {
 	return int(s.maxMessage.Load())
 }
 
-// exchange sends msg, the request id (a StreamPlanSyncRequest, or one
-// encoded: libplan.WireRequest), on s, in parts if it must be, and waits
-// for its answer: the plan, or the first error of its parts.
-func (c *Client) exchange(ctx context.Context, s *stream, id string, msg any) (*jobplanev1.SyncPlan, error) {
-	requests, err := s.fitted(ctx, id, msg)
-	if err != nil {
-		return nil, err
-	}
+// exchange sends requests, a snapshot as fitted made it (one request, or
+// its parts), on s and waits for its answer: the plan, or the first error
+// of its parts.
+func (c *Client) exchange(ctx context.Context, s *stream, requests []outgoing) (*jobplanev1.SyncPlan, error) {
 	if len(requests) > 1 {
 		c.sentInParts.Add(1)
 	}

@@ -102,13 +102,17 @@ func TestPartsPlanAsTheWholeSnapshotAlongLifecycles(t *testing.T) {
 	}
 }
 
-// A part the planner cannot keep fails with RESOURCE_EXHAUSTED
-// SNAPSHOT_TOO_LARGE naming its bounds, and keeps nothing: the next part
-// finds no base.
+// A snapshot sent in parts that the planner could never keep is refused
+// at its first part, which says how large the whole is, with
+// RESOURCE_EXHAUSTED SNAPSHOT_TOO_LARGE naming the bounds: it evicts no
+// other Job's snapshot to make room for parts it would refuse later.
 func TestAPartBeyondWhatThePlannerKeepsIsTooLarge(t *testing.T) {
 	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, 64<<10)
 	bases := store.stream(true)
 	defer bases.close()
+	if _, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "other", Request: sizedRequest(t, "other", 2)}); err != nil {
+		t.Fatal(err)
+	}
 	s := sim.Generate(1)
 	var snap *plan.Snapshot
 	s.Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 1, false, func(w *sim.World) {
@@ -129,18 +133,13 @@ func TestAPartBeyondWhatThePlannerKeepsIsTooLarge(t *testing.T) {
 	if !ok || len(parts) < 4 {
 		t.Fatalf("%d bytes in %d parts", w.Size(), len(parts))
 	}
-	var refused error
-	for _, p := range parts {
-		if _, err := planWire(t, bases, p); err != nil {
-			refused = err
-			break
-		}
-	}
+	_, refused := planWire(t, bases, parts[0])
 	st := status.Convert(refused)
 	if st.Code() != codes.ResourceExhausted || apierr.Reason(refused) != plan.ReasonTooLarge || !strings.Contains(st.Message(), "-stream-snapshot-max-bytes") {
-		t.Fatalf("the parts beyond the bound: %v, want RESOURCE_EXHAUSTED %s naming the flag", refused, plan.ReasonTooLarge)
+		t.Fatalf("the first part of a whole beyond the bound: %v, want RESOURCE_EXHAUSTED %s naming the flag", refused, plan.ReasonTooLarge)
 	}
-	if held := store.heldWeight(); held != (weight{}) {
-		t.Fatalf("%+v held once the part was refused", held)
+	if _, held := bases.jobs["other"]; !held || store.heldSnapshots() != 1 {
+		t.Fatalf("%d snapshots held once the parts were refused, want the other Job's alone", store.heldSnapshots())
 	}
+	failedPrecondition(t, func() error { _, err := planWire(t, bases, parts[1]); return err }())
 }

@@ -204,7 +204,7 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, settings syncSetti
 		if err != nil {
 			return nil, err
 		}
-		return settleBase(bases, b, delta, req.msg.GetPartial(), settings)
+		return settleBase(bases, b, delta, req, settings)
 	default:
 		if uid := full.GetJob().GetMetadata().GetUid(); uid != "" {
 			bases.take(uid).dispose() // superseded, whatever comes of this request
@@ -215,30 +215,45 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, settings syncSetti
 			return nil, err
 		}
 		b.release, req.releasePods = req.releasePods, nil // the base's now
-		return settleBase(bases, b, full, req.msg.GetPartial(), settings)
+		return settleBase(bases, b, full, req, settings)
 	}
 }
 
-// settleBase plans the snapshot b, or, when it is a part of a snapshot
-// that continues (partial), only keeps it as the base of the next part:
-// a part that cannot be kept fails, since the next would find no base.
-func settleBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFields, partial bool, settings syncSettings) (*jobplanev1.PlanSyncResponse, error) {
-	if !partial {
+// settleBase plans the snapshot b, built from req, or, when req is a part
+// of a snapshot that continues (partial), only keeps b as the base of the
+// next part: a part that cannot be kept fails, since the next would find
+// no base, and so does a first part whose whole could never be kept.
+func settleBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFields, req *streamRequest, settings syncSettings) (*jobplanev1.PlanSyncResponse, error) {
+	if !req.msg.GetPartial() {
 		return planBase(bases, b, fields, settings), nil
 	}
 	w := b.weight()
+	if whole := wholeWeight(w, req); !bases.store.fits(whole) {
+		b.dispose()
+		return nil, notKept(whole, bases.store)
+	}
 	if !bases.put(b) {
 		return nil, notKept(w, bases.store)
 	}
 	return nil, nil
 }
 
-// notKept answers a part of a snapshot, of weight w, that the store could
-// not keep.
+// wholeWeight is what the snapshot of parts whose first is req will weigh,
+// as req says (whole_bytes, whole_pods), from w, what the snapshot weighs
+// with req's part; w when req does not say.
+func wholeWeight(w weight, req *streamRequest) weight {
+	pods := int(req.msg.GetWholePods()) - len(req.requestPods) - len(req.deltaPods)
+	bytes := req.msg.GetWholeBytes() - req.size
+	return w.add(weight{pods: max(pods, 0), bytes: max(bytes, 0) + int64(max(pods, 0))*heldPodBytes})
+}
+
+// notKept answers a part of a snapshot that would weigh w, which the store
+// cannot keep.
 func notKept(w weight, st *snapshotStore) error {
 	return apierr.New(codes.ResourceExhausted, plan.ReasonTooLarge,
-		map[string]string{"size": strconv.FormatInt(w.bytes, 10), "limit": strconv.FormatInt(st.maxBytes, 10)},
-		"the snapshot's parts so far hold %d pods in %d bytes, more than the planner can keep (at most %d pods and %d bytes over all streams: -stream-snapshot-max-pods, -stream-snapshot-max-bytes)",
+		map[string]string{"bytes": strconv.FormatInt(w.bytes, 10), "pods": strconv.Itoa(w.pods - 1),
+			"limitBytes": strconv.FormatInt(st.maxBytes, 10), "limitPods": strconv.Itoa(st.maxPods)},
+		"the snapshot, sent in parts, would hold %d pods in %d bytes: more than the planner can keep (at most %d pods and %d bytes over all streams: -stream-snapshot-max-pods, -stream-snapshot-max-bytes)",
 		w.pods-1, w.bytes, st.maxPods, st.maxBytes)
 }
 
