@@ -49,7 +49,9 @@ func wire(w *plan.WireRequest, err error) *plan.WireRequest {
 // 1% of its pods succeeded); mode=unary the same by unary PlanSync; mode=
 // delta-P% alternates between the Job before and after P% of its pods
 // succeeded (and a new resourceVersion of the Job, as after a status write),
-// each sync a delta against the one before. Allocations count both sides.
+// each sync a delta against the one before; mode=parts is mode=full sent in
+// parts of at most 1 MiB, as the executor sends a snapshot larger than the
+// planner takes. Allocations count both sides.
 func BenchmarkScale(b *testing.B) {
 	sizes := []int{1000, 10_000, 100_000}
 	if s := os.Getenv("JOBPLANE_SCALE_SIZES"); s != "" {
@@ -76,7 +78,7 @@ func BenchmarkScale(b *testing.B) {
 			name    string
 			percent int
 			delta   bool
-		}{{"full", 1, false}, {"unary", 1, false}, {"delta-1%", 1, true}, {"delta-10%", 10, true}} {
+		}{{"full", 1, false}, {"parts", 1, false}, {"unary", 1, false}, {"delta-1%", 1, true}, {"delta-10%", 10, true}} {
 			changed, _ := scalestate.Changed(base, n*mode.percent/100)
 			job := changed.Job.DeepCopy()
 			job.ResourceVersion = "1001"
@@ -98,12 +100,20 @@ func BenchmarkScale(b *testing.B) {
 						}
 						return resp.GetPlan(), proto.Size(resp)
 					}
-					if err := stream.SendMsg(msg); err != nil {
-						b.Fatal(err)
+					parts := []*plan.WireRequest{msg}
+					if mode.name == "parts" {
+						parts, _ = msg.Parts(1 << 20)
 					}
-					resp, err := stream.Recv()
-					if err != nil || resp.GetError() != nil {
-						b.Fatalf("%v %v", err, resp.GetError())
+					for _, part := range parts {
+						if err := stream.SendMsg(part); err != nil {
+							b.Fatal(err)
+						}
+					}
+					var resp *jobplanev1.StreamPlanSyncResponse
+					for range parts {
+						if resp, err = stream.Recv(); err != nil || resp.GetError() != nil {
+							b.Fatalf("%v %v", err, resp.GetError())
+						}
 					}
 					return resp.GetResponse().GetPlan(), proto.Size(resp)
 				}
