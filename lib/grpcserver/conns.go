@@ -18,14 +18,17 @@ import (
 // The connections a server keeps open are bounded, so that neither their
 // number nor the transport's buffers of each grow without bound:
 //   - a connection is unidentified until one of its calls is authenticated;
-//     unidentified connections are at most so many, the oldest with no call
-//     open closed to make room for a new one (a flood of connections that
-//     never call cannot close a client's while its first call is being
-//     authenticated; one whose connections all keep a call open locks out
-//     only a client whose first call takes longer to authenticate than the
-//     flood takes to open half that many), and each is closed if no call is identified within
-//     the first-call timeout and none is open or began within it (health
-//     checks need no credentials);
+//     unidentified connections are at most so many, shared fairly by the
+//     hosts they come from: to make room for a new one, the gate closes a
+//     connection of the host holding the most, its oldest with no call
+//     open, so that a flood from one host closes only its own connections
+//     (a flood of connections that never call cannot close a client's
+//     while its first call is being authenticated, even from the same
+//     host; one from the same host whose connections all keep a call open
+//     locks out only a client whose first call takes longer to
+//     authenticate than the flood takes to open half that many); each is
+//     closed if no call is identified within the first-call timeout and
+//     none is open or began within it (health checks need no credentials);
 //   - an identified connection belongs to its first call's caller (a
 //     tenant); a caller keeps at most so many, and a call on one more is
 //     refused and its connection closed. The services' own identities (the
@@ -51,8 +54,10 @@ type connGate struct {
 	// their addresses; byID those the transport has named (connTracker).
 	byAddrs map[string]*gatedConn
 	byID    map[string]*gatedConn
-	// unidentified are the unidentified connections, oldest first.
+	// unidentified are the unidentified connections, oldest first, and
+	// how many of them each remote host holds.
 	unidentified list.List
+	hosts        map[string]int
 	callers      map[string]int
 }
 
@@ -60,6 +65,7 @@ type connGate struct {
 type gatedConn struct {
 	conn      net.Conn
 	addrs, id string
+	host      string // the remote address's
 	// waiting is its element of the gate's unidentified list until it is
 	// identified or closed.
 	waiting *list.Element
@@ -82,7 +88,7 @@ func newConnGate(cfg Config, reg prometheus.Registerer) *connGate {
 	return &connGate{
 		maxUnidentified: cfg.MaxUnidentifiedConns, perCaller: cfg.MaxConnsPerCaller,
 		firstCall: cfg.FirstCallTimeout, closeAfterRefusal: time.Second, preemptedStreamGrace: 5 * time.Second, retryAfter: cfg.Admission.MaxQueueWait,
-		metrics: newConnMetrics(reg), byAddrs: map[string]*gatedConn{}, byID: map[string]*gatedConn{}, callers: map[string]int{},
+		metrics: newConnMetrics(reg), byAddrs: map[string]*gatedConn{}, byID: map[string]*gatedConn{}, hosts: map[string]int{}, callers: map[string]int{},
 	}
 }
 
@@ -130,9 +136,10 @@ func (g *connGate) accepted(c net.Conn) {
 			delete(g.byID, stale.id)
 		}
 	}
-	gc := &gatedConn{conn: c, addrs: addrs}
+	gc := &gatedConn{conn: c, addrs: addrs, host: c.RemoteAddr().(*net.TCPAddr).IP.String()}
 	g.byAddrs[addrs] = gc
 	gc.waiting = g.unidentified.PushBack(gc)
+	g.hosts[gc.host]++
 	gc.timer = time.AfterFunc(g.firstCall, func() { g.closeUnidentified(gc, "first_call_timeout") })
 	g.metrics.open.WithLabelValues("unidentified").Inc()
 	if g.unidentified.Len() > g.maxUnidentified {
@@ -140,21 +147,35 @@ func (g *connGate) accepted(c net.Conn) {
 	}
 }
 
-// toEvict is the unidentified connection to close for a new one: the
-// oldest with no call open among the older half, so that a client whose
-// first call is being authenticated is not closed by a flood of
-// connections that never call; else the oldest of all. (A connection of
-// the newer half may still be in its handshake, with no call yet: it is
-// spared until a flood of calling connections has aged it that far.)
+// toEvict is the unidentified connection to close for a new one: one of
+// the host holding the most (of those, the host whose oldest is oldest),
+// so that a flood from one host closes only its own; of its connections,
+// the oldest with no call open among the older half, so that a client
+// whose first call is being authenticated is not closed by a flood of
+// connections that never call; else its oldest. (A connection of the newer
+// half may still be in its handshake, with no call yet: it is spared until
+// a flood of calling connections has aged it that far.)
 func (g *connGate) toEvict() *gatedConn {
-	e := g.unidentified.Front()
-	for range max(1, g.unidentified.Len()/2) {
-		if gc := e.Value.(*gatedConn); gc.calls.Load() == 0 {
+	most := 0
+	for _, n := range g.hosts {
+		most = max(most, n)
+	}
+	var oldest *gatedConn
+	looked := 0
+	for e := g.unidentified.Front(); e != nil && looked < max(1, most/2); e = e.Next() {
+		gc := e.Value.(*gatedConn)
+		if oldest == nil && g.hosts[gc.host] == most {
+			oldest = gc
+		}
+		if oldest == nil || gc.host != oldest.host {
+			continue
+		}
+		if gc.calls.Load() == 0 {
 			return gc
 		}
-		e = e.Next()
+		looked++
 	}
-	return g.unidentified.Front().Value.(*gatedConn)
+	return oldest
 }
 
 // tracked is the gate's connection of the transport's addresses, if any,
@@ -227,6 +248,9 @@ func (g *connGate) leaveUnidentified(gc *gatedConn) {
 	}
 	g.unidentified.Remove(gc.waiting)
 	gc.waiting = nil
+	if g.hosts[gc.host]--; g.hosts[gc.host] == 0 {
+		delete(g.hosts, gc.host)
+	}
 	gc.timer.Stop()
 	g.metrics.open.WithLabelValues("unidentified").Dec()
 }

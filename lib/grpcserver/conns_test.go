@@ -194,6 +194,48 @@ func TestAFloodOfConnectionsSparesACallBeingAuthenticated(t *testing.T) {
 	}
 }
 
+// Unidentified connections are shared fairly by host: a flood from one
+// host, each of its connections keeping a health watch open (no
+// credentials needed), closes only its own connections, not another
+// host's whose first call is being authenticated meanwhile.
+func TestAFloodFromOneHostClosesOnlyItsOwnConnections(t *testing.T) {
+	const bound = 16
+	cluster, cfg := usersCluster("alice")
+	cluster.tokenReviewDelay = 500 * time.Millisecond
+	cfg.MaxUnidentifiedConns = bound
+	srv := grpctest.StartWith(t, grpctest.Options{Config: &cfg, Server: []grpcserver.Option{grpcserver.WithKubeClient(cluster)}},
+		func(s *grpcserver.Server) { s.RegisterService(&jobplanev1.PlannerService_ServiceDesc, answering{}) })
+	ctx, cancel := context.WithCancel(context.Background())
+	var flood sync.WaitGroup
+	defer flood.Wait()
+	defer cancel()
+	flood.Go(func() {
+		from := grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+			return d.DialContext(ctx, "tcp", addr)
+		})
+		for ctx.Err() == nil {
+			conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()), from)
+			if err != nil {
+				continue
+			}
+			defer conn.Close()
+			if watch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{}); err == nil {
+				_, _ = watch.Recv()
+			}
+		}
+	})
+	waitFor(t, "the flood over its bound", func() bool {
+		return connMetric(t, srv, "jobplane_connections_closed_total", "reason", "unidentified_evicted") > bound
+	})
+	if err := validateOn(newConn(t, srv), "alice"); err != nil {
+		t.Fatalf("a call authenticated during another host's flood: %v", err)
+	}
+	if evicted := connMetric(t, srv, "jobplane_connections_closed_total", "reason", "unidentified_evicted"); evicted < 2*bound {
+		t.Fatalf("%v connections evicted during the 500 ms call: the flood was too slow to show anything", evicted)
+	}
+}
+
 // floodOfConnections opens a connection to srv every 2 ms, never calling,
 // until stopped.
 func floodOfConnections(srv *grpctest.Server) (stop func()) {
