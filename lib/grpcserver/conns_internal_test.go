@@ -1,6 +1,7 @@
 package grpcserver
 
 import (
+	"maps"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -40,5 +41,48 @@ func TestAConnectionTakesTheAddressesOfAStaleOne(t *testing.T) {
 	}
 	if n := g.unidentified.Len(); n != 1 {
 		t.Errorf("%d unidentified connections, want 1", n)
+	}
+}
+
+// At the bound, the gate closes an unidentified connection of the host
+// holding the most, along any order of arrivals; an IPv6 network's /64 is
+// one host.
+func TestUnidentifiedConnectionsAreSharedFairlyByHost(t *testing.T) {
+	hosts := []net.IP{net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), net.ParseIP("2001:db8::1"), net.ParseIP("2001:db8::2"), net.ParseIP("2001:db9::1")}
+	cfg := Defaults("127.0.0.1:0", "")
+	cfg.MaxUnidentifiedConns = 6
+	g := newConnGate(cfg, nil)
+	local := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 9), Port: 443}
+	for i := range 200 {
+		ip := hosts[(i*7+i/3)%len(hosts)]
+		c := &addrConn{local: local, remote: &net.TCPAddr{IP: ip, Port: 1000 + i}}
+		g.mu.Lock()
+		before := maps.Clone(g.hosts) // with c's
+		g.mu.Unlock()
+		before[hostOf(ip)]++
+		g.accepted(c)
+		g.mu.Lock()
+		held := g.unidentified.Len()
+		var evicted string
+		for host, n := range before {
+			if n > g.hosts[host] {
+				evicted = host
+			}
+		}
+		g.mu.Unlock()
+		if held > cfg.MaxUnidentifiedConns {
+			t.Fatalf("arrival %d: %d unidentified connections held, bound %d", i, held, cfg.MaxUnidentifiedConns)
+		}
+		if evicted == "" {
+			continue
+		}
+		for host, n := range before {
+			if n > before[evicted] {
+				t.Fatalf("arrival %d: a connection of %s closed (%d held) while %s held %d", i, evicted, before[evicted], host, n)
+			}
+		}
+	}
+	if got := hostOf(net.ParseIP("2001:db8::2")); got != hostOf(net.ParseIP("2001:db8::1")) || got != "2001:db8::/64" {
+		t.Errorf("hostOf(2001:db8::2) = %q, want the /64 of 2001:db8::1", got)
 	}
 }
