@@ -133,3 +133,70 @@ func sendInParts(t *testing.T, stream jobplanev1.PlannerService_StreamPlanSyncCl
 	t.Logf("%d pods, %d bytes in %d parts: planned in %s", len(snap.Pods), w.Size(), len(parts), time.Since(start).Round(time.Millisecond))
 	return len(parts), sent
 }
+
+// BenchmarkASmallJobBehindALargeOne is the wait of a 100-pod Job's sync
+// sent on the executor's stream just after a 40,000-pod Job's full snapshot
+// (in parts), against the same sync alone: the planner answers a stream's
+// requests one after another, so every Job's plan waits for those sent
+// before it. Run with:
+//
+//	go test -run '^$' -bench SmallJobBehind -benchtime 5x ./services/planner/test/load/
+func BenchmarkASmallJobBehindALargeOne(b *testing.B) {
+	b.Setenv("GOMEMLIMIT", fmt.Sprint(deployedMemoryLimit))
+	ca := grpctest.NewCA(b, "clients")
+	server := ca.ServerCert(b, "planner")
+	planner := kubetest.StartProcess(b, "planner", kubetest.BuildBinary(b, "./services/planner/cmd/planner"), "-shutdown-drain", "0s",
+		"-tls-cert-file", server.CertFile, "-tls-key-file", server.KeyFile, "-client-ca-file", ca.CertFile, "-system-users", "executor")
+	stream, err := jobplanev1.NewPlannerServiceClient(certConn(b, ca, planner.GRPCAddr, "executor")).StreamPlanSync(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = stream.CloseSend() }()
+	header, err := stream.Header()
+	if err != nil {
+		b.Fatal(err)
+	}
+	limit, err := strconv.Atoi(header.Get(grpcserver.MaxMessageHeader)[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	large, small := scalestate.New(40_000), scalestate.New(100)
+	largeReq, err := (&plan.Snapshot{Job: large.Job, Pods: large.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).WireRequest("large")
+	if err != nil {
+		b.Fatal(err)
+	}
+	largeParts, _ := largeReq.Parts(limit)
+	smallReq, err := (&plan.Snapshot{Job: small.Job, Pods: small.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).WireRequest("small")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// smallAnswer sends the small Job's sync after ahead, and waits for its
+	// answer: the time from its sending to its answer.
+	smallAnswer := func(ahead []*plan.WireRequest) time.Duration {
+		for _, p := range ahead {
+			if err := stream.SendMsg(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		start := time.Now()
+		if err := stream.SendMsg(smallReq); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			resp, err := stream.Recv()
+			if err != nil || resp.GetError() != nil {
+				b.Fatalf("%v %v", err, resp.GetError())
+			}
+			if resp.GetId() == "small" {
+				return time.Since(start)
+			}
+		}
+	}
+	var alone, behind time.Duration
+	for range b.N {
+		alone += smallAnswer(nil)
+		behind += smallAnswer(largeParts)
+	}
+	b.ReportMetric(float64(alone.Microseconds())/1000/float64(b.N), "alone-ms")
+	b.ReportMetric(float64(behind.Microseconds())/1000/float64(b.N), "behind-ms")
+}
