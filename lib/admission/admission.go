@@ -213,14 +213,32 @@ func (t *Ticket) Charge(ctx context.Context, n int64) error {
 // Uncharge gives back what Charge took, for a stream's message once it is
 // answered.
 func (t *Ticket) Uncharge() {
+	t.giveBack(t.takeBytes())
+}
+
+// takeBytes returns the bytes charged, which the ticket then no longer holds.
+func (t *Ticket) takeBytes() int64 {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	n := t.bytes
 	t.bytes = 0
-	t.mu.Unlock()
+	return n
+}
+
+// giveBack returns n bytes charged to the level.
+func (t *Ticket) giveBack(n int64) {
 	if n > 0 {
 		t.level.bytes.release(n)
 		t.c.metrics.inUse.WithLabelValues(t.level.name, "bytes").Sub(float64(n))
 	}
+}
+
+// Hold takes the bytes charged so far out of the next Uncharge, for a
+// stream's message its handler keeps working on after receiving the next;
+// the function returned gives them back (once).
+func (t *Ticket) Hold() (release func()) {
+	n := t.takeBytes()
+	return sync.OnceFunc(func() { t.giveBack(n) })
 }
 
 // Release ends the call: its seat (or stream) and bytes go back.

@@ -406,6 +406,38 @@ func TestBytesAreChargedAndGivenBack(t *testing.T) {
 	}
 }
 
+// A stream's message held past the next (Hold) stays charged until its
+// release, which gives it back once; the next message's Uncharge leaves it.
+func TestAHeldMessageStaysCharged(t *testing.T) {
+	c := testController(10, 1000)
+	ctx := context.Background()
+	s, err := c.OpenStream(System, "executor", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bytes := c.levels[System].bytes
+	if err := s.Charge(ctx, 50); err != nil { // 200
+		t.Fatal(err)
+	}
+	release := s.Hold()
+	s.Uncharge() // the handler asks for the next message
+	if used := bytes.inUse(); used != 200 {
+		t.Fatalf("bytes in use %d while held, want 200", used)
+	}
+	if err := s.Charge(ctx, 25); err != nil { // 100 more
+		t.Fatal(err)
+	}
+	release()
+	release()
+	if used := bytes.inUse(); used != 100 {
+		t.Fatalf("bytes in use %d once released, want the next message's 100", used)
+	}
+	s.Release()
+	if used := bytes.inUse(); used != 0 {
+		t.Fatalf("bytes in use %d after the stream ended, want 0", used)
+	}
+}
+
 // Property: under random load from random flows, a flow with a call waiting
 // is served before any other flow is served twice, and everything is given
 // back.

@@ -59,7 +59,7 @@ func (s *Server) admitted(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 			if err := stream.SendHeader(s.largestMessageHeader(level)); err != nil {
 				return err
 			}
-			err = handler(srv, &chargingStream{ServerStream: stream, ctx: ctx, ticket: ticket})
+			err = handler(srv, &chargingStream{ServerStream: stream, ctx: context.WithValue(ctx, ticketKey{}, ticket), ticket: ticket})
 			if preempted := ticket.Preempted(); preempted != nil {
 				return preempted
 			}
@@ -172,6 +172,19 @@ func chargingDecoder(ctx context.Context, ticket *admission.Ticket, dec func(any
 		}
 		return err
 	}
+}
+
+type ticketKey struct{}
+
+// HoldReceived keeps the bytes of the last message received on the stream
+// of ctx charged to its caller until release, though the handler asks for
+// the next message: for a handler that works on several at once. Without
+// admission (a server without the chassis) it holds nothing.
+func HoldReceived(ctx context.Context) (release func()) {
+	if t, ok := ctx.Value(ticketKey{}).(*admission.Ticket); ok {
+		return t.Hold()
+	}
+	return func() {}
 }
 
 // chargingStream charges each message received to the stream's ticket, and

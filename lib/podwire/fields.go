@@ -15,6 +15,13 @@ const (
 	StreamRequestWholePods    protowire.Number = 6 // StreamPlanSyncRequest.whole_pods
 	PlanSyncRequestPods       protowire.Number = 2 // PlanSyncRequest.pods
 	PlanSyncDeltaUpsertedPods protowire.Number = 4 // PlanSyncDelta.upserted_pods
+
+	// Where a request names its Job (the planner reads them before it
+	// decodes the request).
+	PlanSyncRequestJob  protowire.Number = 1 // PlanSyncRequest.job
+	PlanSyncDeltaJobUID protowire.Number = 2 // PlanSyncDelta.job_uid
+	JobMetadata         protowire.Number = 3 // Job.metadata
+	ObjectMetaUID                        = metaUID
 )
 
 // The field numbers of jobplane.v1.Pod and the messages it holds

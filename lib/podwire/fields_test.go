@@ -21,6 +21,9 @@ var fieldNumbers = map[protoreflect.FullName]protowire.Number{
 	"jobplane.v1.StreamPlanSyncRequest.whole_pods":  StreamRequestWholePods,
 	"jobplane.v1.PlanSyncRequest.pods":              PlanSyncRequestPods,
 	"jobplane.v1.PlanSyncDelta.upserted_pods":       PlanSyncDeltaUpsertedPods,
+	"jobplane.v1.PlanSyncRequest.job":               PlanSyncRequestJob,
+	"jobplane.v1.PlanSyncDelta.job_uid":             PlanSyncDeltaJobUID,
+	"jobplane.v1.Job.metadata":                      JobMetadata,
 
 	"jobplane.v1.Pod.api_version": podAPIVersion,
 	"jobplane.v1.Pod.kind":        podKind,

@@ -55,8 +55,14 @@ type PlannerServiceClient interface {
 	PlanSync(ctx context.Context, in *PlanSyncRequest, opts ...grpc.CallOption) (*PlanSyncResponse, error)
 	// StreamPlanSync is PlanSync for high throughput: the executor keeps one
 	// stream open and sends snapshots as they come. Every request gets exactly
-	// one response carrying the same id, in request order. A malformed snapshot
-	// fails only its own response (error set), never the stream.
+	// one response carrying the same id. The requests of one Job are answered
+	// in the order sent. A -system-users' stream has the requests of
+	// different Jobs planned at once (up to twice the planner's cores), each
+	// answered once planned, so that no Job's plan waits for another Job's
+	// (match the answers by id); an outside caller's are answered one after
+	// another, in the order sent. A malformed snapshot, or a request that
+	// cannot be decoded (INVALID_ARGUMENT, with its id as far as it can be
+	// read), fails only its own response (error set), never the stream.
 	//
 	// A snapshot may be sent in full (request) or as a delta (delta) against
 	// the last snapshot of the same Job on the same stream: the planner keeps,
@@ -199,8 +205,14 @@ type PlannerServiceServer interface {
 	PlanSync(context.Context, *PlanSyncRequest) (*PlanSyncResponse, error)
 	// StreamPlanSync is PlanSync for high throughput: the executor keeps one
 	// stream open and sends snapshots as they come. Every request gets exactly
-	// one response carrying the same id, in request order. A malformed snapshot
-	// fails only its own response (error set), never the stream.
+	// one response carrying the same id. The requests of one Job are answered
+	// in the order sent. A -system-users' stream has the requests of
+	// different Jobs planned at once (up to twice the planner's cores), each
+	// answered once planned, so that no Job's plan waits for another Job's
+	// (match the answers by id); an outside caller's are answered one after
+	// another, in the order sent. A malformed snapshot, or a request that
+	// cannot be decoded (INVALID_ARGUMENT, with its id as far as it can be
+	// read), fails only its own response (error set), never the stream.
 	//
 	// A snapshot may be sent in full (request) or as a delta (delta) against
 	// the last snapshot of the same Job on the same stream: the planner keeps,

@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -158,31 +160,80 @@ func planSync(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod, annotations [
 	return &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(engine.Sync(snap))}, nil
 }
 
-// StreamPlanSync answers each snapshot of the stream with its plan, in
-// order; a bad snapshot fails its own answer, not the stream. The last
-// snapshot of each Job is kept as the base of the next delta of that Job.
+// StreamPlanSync answers each snapshot of the stream with its plan; a bad
+// snapshot fails its own answer, not the stream. The last snapshot of each
+// Job is kept as the base of the next delta of that Job. A system caller's
+// requests of different Jobs are planned at once (up to twice the cores,
+// their bytes charged until answered) and answered as each is planned, a
+// Job's own in order; an outside caller's one after another, so that a
+// stream costs it a core at most.
 func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamPlanSyncServer) error {
-	bases := s.snapshots.stream(grpcserver.SystemCaller(stream.Context()))
+	ctx := stream.Context()
+	system := grpcserver.SystemCaller(ctx)
+	bases := s.snapshots.stream(system)
 	defer bases.close()
-	for {
-		req := &streamRequest{} // its pods decoded straight for the sync
-		err := stream.RecvMsg(req)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		resp := &jobplanev1.StreamPlanSyncResponse{Id: req.msg.GetId()}
-		if plan, err := planStreamed(bases, req, s.settings); err != nil {
-			resp.Error = status.Convert(err).Proto()
-		} else {
-			resp.Response = plan
-		}
-		if err := stream.Send(resp); err != nil {
-			return err
+	concurrency := 1
+	if system {
+		concurrency = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	work := newStreamWork(concurrency)
+	defer work.wait() // before the bases are closed
+	var (
+		sendMu  sync.Mutex
+		sendErr error
+	)
+	send := func(resp *jobplanev1.StreamPlanSyncResponse) {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		if sendErr == nil {
+			sendErr = stream.Send(resp)
 		}
 	}
+	for {
+		work.reserve()
+		received := &receivedRequest{} // decoded by the work that answers it
+		if err := stream.RecvMsg(received); err != nil {
+			work.unreserve()
+			work.wait()
+			sendMu.Lock()
+			defer sendMu.Unlock()
+			if errors.Is(err, io.EOF) {
+				return sendErr
+			}
+			return err
+		}
+		// Its bytes stay charged while it is decoded and planned beside
+		// the next.
+		charged := grpcserver.HoldReceived(ctx)
+		answer := func() {
+			defer charged()
+			send(answerStreamed(bases, received.b, s.settings))
+		}
+		job, ok := jobOfEncoded(received.b)
+		if !ok { // it drops the snapshots of two Jobs: alone
+			work.wait()
+			answer()
+			work.unreserve()
+			continue
+		}
+		work.run(job, answer)
+	}
+}
+
+// answerStreamed decodes and plans b, an encoded request of a stream.
+func answerStreamed(bases *streamSnapshots, b []byte, settings syncSettings) *jobplanev1.StreamPlanSyncResponse {
+	req := &streamRequest{} // its pods decoded straight for the sync
+	if err := req.UnmarshalWire(b); err != nil {
+		return &jobplanev1.StreamPlanSyncResponse{Id: idOfEncoded(b),
+			Error: status.New(codes.InvalidArgument, "the request cannot be decoded: "+err.Error()).Proto()}
+	}
+	resp := &jobplanev1.StreamPlanSyncResponse{Id: req.msg.GetId()}
+	if plan, err := planStreamed(bases, req, settings); err != nil {
+		resp.Error = status.Convert(err).Proto()
+	} else {
+		resp.Response = plan
+	}
+	return resp
 }
 
 // planStreamed plans one request of a stream, full or delta, and keeps its

@@ -308,3 +308,48 @@ func TestValidateJobWithoutJobIsInvalid(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// rawRequest is a request sent as its bytes, as written.
+type rawRequest []byte
+
+func (r rawRequest) MarshalWire() ([][]byte, error) { return [][]byte{r}, nil }
+
+// A request that cannot be decoded (here a Job's name that is not UTF-8)
+// fails its own answer, with its id, not the stream.
+func TestStreamPlanSyncAnswersARequestItCannotDecodeAlone(t *testing.T) {
+	stream, err := client(t).StreamPlanSync(context.Background(), grpcserver.CallCodec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := loadRequest(t, "plansync-indexed-job.json")
+	bad := loadRequest(t, "plansync-indexed-job.json")
+	bad.Job.Metadata.Name = "NOT-UTF8"
+	b, err := proto.Marshal(&jobplanev1.StreamPlanSyncRequest{Id: "b", Request: bad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("NOT-UTF8"), []byte("\xff\xfe-UTF8\xff"), 1)
+	for _, m := range []any{&jobplanev1.StreamPlanSyncRequest{Id: "a", Request: good}, rawRequest(b), &jobplanev1.StreamPlanSyncRequest{Id: "c", Request: good}} {
+		if err := stream.SendMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("answer %s: %v", id, err)
+		}
+		if resp.GetId() != id {
+			t.Fatalf("answer %q, want %q", resp.GetId(), id)
+		}
+		if st := status.FromProto(resp.GetError()); (id == "b") != (st.Code() == codes.InvalidArgument) {
+			t.Errorf("answer %s: %v", id, st.Err())
+		}
+	}
+	if _, err := stream.Recv(); err != io.EOF {
+		t.Errorf("stream end: %v", err)
+	}
+}

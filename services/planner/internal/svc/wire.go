@@ -321,3 +321,77 @@ func (c *podCounts) stream(b []byte) bool {
 		return nil
 	}) == nil
 }
+
+// receivedRequest is a StreamPlanSync request as received, its bytes (the
+// codec's copy, the request's own) decoded later, by the work answering it
+// (streamRequest.UnmarshalWire).
+type receivedRequest struct {
+	b []byte
+}
+
+var _ grpcserver.WireUnmarshaler = (*receivedRequest)(nil)
+
+func (r *receivedRequest) UnmarshalWire(b []byte) error {
+	r.b = b
+	return nil
+}
+
+// jobOfEncoded is the UID of the Job that b, an encoded
+// StreamPlanSyncRequest, is a snapshot of, as decoding b would find it;
+// false when b holds both a request and a delta. What cannot be walked
+// names no Job ("").
+func jobOfEncoded(b []byte) (string, bool) {
+	_, full := lastField(b, podwire.StreamRequestRequest)
+	_, delta := lastField(b, podwire.StreamRequestDelta)
+	switch {
+	case full && delta:
+		return "", false
+	case delta:
+		uid, _ := lastField(b, podwire.StreamRequestDelta, podwire.PlanSyncDeltaJobUID)
+		return string(uid), true
+	default:
+		uid, _ := lastField(b, podwire.StreamRequestRequest, podwire.PlanSyncRequestJob, podwire.JobMetadata, podwire.ObjectMetaUID)
+		return string(uid), true
+	}
+}
+
+// idOfEncoded is the id of b, an encoded StreamPlanSyncRequest, as far as
+// it can be read.
+func idOfEncoded(b []byte) string {
+	id, _ := lastField(b, podwire.StreamRequestID)
+	return string(id)
+}
+
+// lastField is the value of the length-delimited field at path in b, an
+// encoded message, as decoding would find it: a message field's
+// occurrences merge, the last value of a singular field wins.
+func lastField(b []byte, path ...protowire.Number) (value []byte, found bool) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return value, found
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return value, found
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return value, found
+		}
+		b = b[n:]
+		if num != path[0] {
+			continue
+		}
+		if len(path) == 1 {
+			value, found = v, true
+		} else if inner, ok := lastField(v, path[1:]...); ok {
+			value, found = inner, true
+		}
+	}
+	return value, found
+}

@@ -32,24 +32,7 @@ func TestAJobLargerThanOneRequestIsPlannedWithinTheMemoryLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the planner binary and plans Jobs of tens of thousands of pods")
 	}
-	t.Setenv("GOMEMLIMIT", fmt.Sprint(deployedMemoryLimit))
-	ca := grpctest.NewCA(t, "clients")
-	server := ca.ServerCert(t, "planner")
-	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"), "-shutdown-drain", "0s",
-		"-tls-cert-file", server.CertFile, "-tls-key-file", server.KeyFile, "-client-ca-file", ca.CertFile, "-system-users", "executor")
-	stream, err := jobplanev1.NewPlannerServiceClient(certConn(t, ca, planner.GRPCAddr, "executor")).StreamPlanSync(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = stream.CloseSend() }()
-	header, err := stream.Header()
-	if err != nil {
-		t.Fatal(err)
-	}
-	limit, err := strconv.Atoi(header.Get(grpcserver.MaxMessageHeader)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	planner, stream, limit := deployedPlanner(t)
 
 	large := scalestate.New(40_000)
 	snap := &plan.Snapshot{Job: large.Job, Pods: large.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}
@@ -60,6 +43,35 @@ func TestAJobLargerThanOneRequestIsPlannedWithinTheMemoryLimit(t *testing.T) {
 	changed, _ := scalestate.Changed(large, 400)
 	if next, _ := sendInParts(t, stream, &plan.Snapshot{Job: changed.Job, Pods: changed.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}, sent, "2", limit); next != 1 {
 		t.Fatalf("the next sync, 1%% of the pods changed, sent in %d parts", next)
+	}
+
+	// A small Job's sync sent right behind the large Job's full snapshot
+	// is answered first: the planner plans different Jobs at once.
+	small := otherJob(scalestate.New(100))
+	smallReq, err := (&plan.Snapshot{Job: small.Job, Pods: small.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).WireRequest("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := snap.WireRequest("4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fullParts, _ := full.Parts(limit)
+	for _, p := range append(fullParts, smallReq) {
+		if err := stream.SendMsg(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var order []string
+	for range len(fullParts) + 1 {
+		resp, err := stream.Recv()
+		if err != nil || resp.GetError() != nil {
+			t.Fatalf("%v %v", err, resp.GetError())
+		}
+		order = append(order, resp.GetId())
+	}
+	if order[len(order)-1] != "4" {
+		t.Errorf("answers in the order %q: the small Job's plan waited for the large Job's", order)
 	}
 
 	huge := scalestate.New(60_000)
@@ -88,6 +100,44 @@ func TestAJobLargerThanOneRequestIsPlannedWithinTheMemoryLimit(t *testing.T) {
 	if peak > deployedMemoryLimit {
 		t.Errorf("peak RSS %d MiB over the memory limit of %d MiB", peak>>20, deployedMemoryLimit>>20)
 	}
+}
+
+// otherJob is s with another Job's UID than scalestate's.
+func otherJob(s scalestate.State) scalestate.State {
+	const uid = "another-job"
+	s.Job = s.Job.DeepCopy()
+	s.Job.UID = uid
+	for i, p := range s.Pods {
+		p = p.DeepCopy()
+		p.OwnerReferences[0].UID = uid
+		s.Pods[i] = p
+	}
+	return s
+}
+
+// deployedPlanner starts the planner binary as deploy/ runs it
+// (GOMEMLIMIT=450MiB, the executor's identity a system user), and opens
+// the executor's stream: it answers the largest request the planner takes.
+func deployedPlanner(tb testing.TB) (*kubetest.Process, jobplanev1.PlannerService_StreamPlanSyncClient, int) {
+	tb.Setenv("GOMEMLIMIT", fmt.Sprint(deployedMemoryLimit))
+	ca := grpctest.NewCA(tb, "clients")
+	server := ca.ServerCert(tb, "planner")
+	planner := kubetest.StartProcess(tb, "planner", kubetest.BuildBinary(tb, "./services/planner/cmd/planner"), "-shutdown-drain", "0s",
+		"-tls-cert-file", server.CertFile, "-tls-key-file", server.KeyFile, "-client-ca-file", ca.CertFile, "-system-users", "executor")
+	stream, err := jobplanev1.NewPlannerServiceClient(certConn(tb, ca, planner.GRPCAddr, "executor")).StreamPlanSync(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = stream.CloseSend() })
+	header, err := stream.Header()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	limit, err := strconv.Atoi(header.Get(grpcserver.MaxMessageHeader)[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return planner, stream, limit
 }
 
 // sendInParts sends snap on stream as request id, in full (sent nil) or as
@@ -135,68 +185,85 @@ func sendInParts(t *testing.T, stream jobplanev1.PlannerService_StreamPlanSyncCl
 }
 
 // BenchmarkASmallJobBehindALargeOne is the wait of a 100-pod Job's sync
-// sent on the executor's stream just after a 40,000-pod Job's full snapshot
-// (in parts), against the same sync alone: the planner answers a stream's
-// requests one after another, so every Job's plan waits for those sent
-// before it. Run with:
+// sent on the executor's stream just after a 40,000-pod Job's (another
+// Job): its full snapshot (in parts), or a delta of 1 % of its pods, against
+// the same sync alone, from the small sync's sending to its answer. Run
+// with:
 //
 //	go test -run '^$' -bench SmallJobBehind -benchtime 5x ./services/planner/test/load/
 func BenchmarkASmallJobBehindALargeOne(b *testing.B) {
-	b.Setenv("GOMEMLIMIT", fmt.Sprint(deployedMemoryLimit))
-	ca := grpctest.NewCA(b, "clients")
-	server := ca.ServerCert(b, "planner")
-	planner := kubetest.StartProcess(b, "planner", kubetest.BuildBinary(b, "./services/planner/cmd/planner"), "-shutdown-drain", "0s",
-		"-tls-cert-file", server.CertFile, "-tls-key-file", server.KeyFile, "-client-ca-file", ca.CertFile, "-system-users", "executor")
-	stream, err := jobplanev1.NewPlannerServiceClient(certConn(b, ca, planner.GRPCAddr, "executor")).StreamPlanSync(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = stream.CloseSend() }()
-	header, err := stream.Header()
-	if err != nil {
-		b.Fatal(err)
-	}
-	limit, err := strconv.Atoi(header.Get(grpcserver.MaxMessageHeader)[0])
-	if err != nil {
-		b.Fatal(err)
-	}
-	large, small := scalestate.New(40_000), scalestate.New(100)
-	largeReq, err := (&plan.Snapshot{Job: large.Job, Pods: large.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).WireRequest("large")
-	if err != nil {
-		b.Fatal(err)
-	}
-	largeParts, _ := largeReq.Parts(limit)
-	smallReq, err := (&plan.Snapshot{Job: small.Job, Pods: small.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).WireRequest("small")
-	if err != nil {
-		b.Fatal(err)
-	}
-	// smallAnswer sends the small Job's sync after ahead, and waits for its
-	// answer: the time from its sending to its answer.
-	smallAnswer := func(ahead []*plan.WireRequest) time.Duration {
-		for _, p := range ahead {
+	_, stream, limit := deployedPlanner(b)
+	large, small := scalestate.New(40_000), otherJob(scalestate.New(100))
+	changed, _ := scalestate.Changed(large, 400)
+	states := []*plan.Snapshot{snapshotOf(changed), snapshotOf(large)}
+	smallReq := wire(snapshotOf(small).WireRequest("small"))
+	next := 0
+	// send sends the large Job's snapshot, in full (sent nil) or as a
+	// delta against sent, in parts if it must be, then the small Job's
+	// sync, and waits for both: the time from the small sync's sending
+	// to its answer, and what the planner holds of the large Job.
+	send := func(snap *plan.Snapshot, sent *plan.Sent) (time.Duration, *plan.Sent) {
+		next++
+		id := strconv.Itoa(next)
+		var w *plan.WireRequest
+		if sent == nil {
+			w, sent = wire(snap.WireRequest(id)), snap.Record(id)
+		} else {
+			w = wire(snap.WireDelta(id, sent))
+			sent.ID = id
+		}
+		parts, _ := w.Parts(limit)
+		for _, p := range append(parts, smallReq) {
 			if err := stream.SendMsg(p); err != nil {
 				b.Fatal(err)
 			}
 		}
 		start := time.Now()
-		if err := stream.SendMsg(smallReq); err != nil {
-			b.Fatal(err)
-		}
-		for {
+		var wait time.Duration
+		for range len(parts) + 1 {
 			resp, err := stream.Recv()
 			if err != nil || resp.GetError() != nil {
 				b.Fatalf("%v %v", err, resp.GetError())
 			}
 			if resp.GetId() == "small" {
-				return time.Since(start)
+				wait = time.Since(start)
 			}
 		}
+		return wait, sent
 	}
-	var alone, behind time.Duration
-	for range b.N {
-		alone += smallAnswer(nil)
-		behind += smallAnswer(largeParts)
+	alone := func() time.Duration {
+		start := time.Now()
+		if err := stream.SendMsg(smallReq); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := stream.Recv(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
 	}
-	b.ReportMetric(float64(alone.Microseconds())/1000/float64(b.N), "alone-ms")
-	b.ReportMetric(float64(behind.Microseconds())/1000/float64(b.N), "behind-ms")
+	var quiet, behindDelta, behindFull time.Duration
+	for i := range b.N {
+		quiet += alone()
+		wait, sent := send(states[1], nil)
+		behindFull += wait
+		wait, _ = send(states[i%2], sent)
+		behindDelta += wait
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(quiet.Microseconds())/1000/n, "alone-ms")
+	b.ReportMetric(float64(behindDelta.Microseconds())/1000/n, "behind-delta-ms")
+	b.ReportMetric(float64(behindFull.Microseconds())/1000/n, "behind-full-ms")
+}
+
+// snapshotOf is the executor's snapshot of a scalestate state.
+func snapshotOf(s scalestate.State) *plan.Snapshot {
+	return &plan.Snapshot{Job: s.Job, Pods: s.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}
+}
+
+// wire is the encoded request, or the benchmark's end.
+func wire(w *plan.WireRequest, err error) *plan.WireRequest {
+	if err != nil {
+		panic(err)
+	}
+	return w
 }
