@@ -129,9 +129,12 @@ type Ticket struct {
 	level *level
 	flow  string
 	// class is the seat of the call's class, if its class has a bound.
-	class  *fairSemaphore
-	mu     sync.Mutex
-	bytes  int64
+	class *fairSemaphore
+	mu    sync.Mutex
+	bytes int64
+	// held are the bytes of messages held past the next (Hold), not yet
+	// given back.
+	held   int64
 	stream bool
 	// preempt ends a stream another caller took the place of; preempted
 	// is set (under the level's lock) once it has.
@@ -195,10 +198,18 @@ func (lc LevelConfig) seatsOf(class string) int {
 
 // Charge waits for n bytes received (charged times the expansion factor)
 // until the ticket is released.
+// A stream holding messages of its own (Hold) waits on past the queue wait
+// while it does: they come back once answered, and a refusal would end the
+// stream and everything on it.
 func (t *Ticket) Charge(ctx context.Context, n int64) error {
 	cost := n * t.c.cfg.Expansion
 	l := t.level
 	waited, err := l.bytes.acquire(ctx, t.flow, cost, t.c.cfg.MaxQueueWait)
+	for errors.Is(err, errTimedOut) && t.holding() {
+		var more time.Duration
+		more, err = l.bytes.acquire(ctx, t.flow, cost, t.c.cfg.MaxQueueWait)
+		waited += more
+	}
 	t.c.metrics.wait.WithLabelValues(l.name).Observe(waited.Seconds())
 	if err != nil {
 		return t.c.refuse(l, "bytes", l.cfg.Bytes, err)
@@ -238,7 +249,22 @@ func (t *Ticket) giveBack(n int64) {
 // the function returned gives them back (once).
 func (t *Ticket) Hold() (release func()) {
 	n := t.takeBytes()
-	return sync.OnceFunc(func() { t.giveBack(n) })
+	t.mu.Lock()
+	t.held += n
+	t.mu.Unlock()
+	return sync.OnceFunc(func() {
+		t.mu.Lock()
+		t.held -= n
+		t.mu.Unlock()
+		t.giveBack(n)
+	})
+}
+
+// holding: the ticket holds messages past the next.
+func (t *Ticket) holding() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.held > 0
 }
 
 // Release ends the call: its seat (or stream) and bytes go back.

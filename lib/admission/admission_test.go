@@ -438,6 +438,41 @@ func TestAHeldMessageStaysCharged(t *testing.T) {
 	}
 }
 
+// A stream's next message waiting for bytes its own held messages take
+// waits past the queue wait until they come back, rather than being refused
+// (which would end the stream); with nothing held it is refused as before.
+func TestAStreamWaitsForItsOwnHeldMessages(t *testing.T) {
+	c := testController(10, 1000)
+	c.cfg.MaxQueueWait = 20 * time.Millisecond
+	ctx := context.Background()
+	s, err := c.OpenStream(System, "executor", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if err := s.Charge(ctx, 200); err != nil { // 800 of 1000
+		t.Fatal(err)
+	}
+	release := s.Hold()
+	s.Uncharge()
+	time.AfterFunc(100*time.Millisecond, release) // five queue waits later
+	if err := s.Charge(ctx, 100); err != nil {    // 400: waits for the 800
+		t.Fatalf("the next message, its stream's own held: %v", err)
+	}
+	s.Uncharge()
+	other, err := c.OpenStream(System, "other", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	if err := s.Charge(ctx, 200); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Charge(ctx, 100); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("a stream holding nothing, beside another's bytes: %v, want RESOURCE_EXHAUSTED", err)
+	}
+}
+
 // Property: under random load from random flows, a flow with a call waiting
 // is served before any other flow is served twice, and everything is given
 // back.

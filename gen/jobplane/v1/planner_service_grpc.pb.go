@@ -57,12 +57,15 @@ type PlannerServiceClient interface {
 	// stream open and sends snapshots as they come. Every request gets exactly
 	// one response carrying the same id. The requests of one Job are answered
 	// in the order sent. A -system-users' stream has the requests of
-	// different Jobs planned at once (up to twice the planner's cores), each
-	// answered once planned, so that no Job's plan waits for another Job's
-	// (match the answers by id); an outside caller's are answered one after
-	// another, in the order sent. A malformed snapshot, or a request that
-	// cannot be decoded (INVALID_ARGUMENT, with its id as far as it can be
-	// read), fails only its own response (error set), never the stream.
+	// different Jobs decoded and planned at once, each answered once planned
+	// (match the answers by id), so that a Job's plan does not wait for other
+	// Jobs' plans; it may still wait for their bytes, which come before its
+	// own on the stream, and the planner holds at most max(4, twice its
+	// cores) requests received and not yet answered. An outside caller's are
+	// answered one after another, in the order sent. A malformed snapshot,
+	// or a request that cannot be decoded (INVALID_ARGUMENT; its id when it
+	// can be read, else ""), fails only its own response (error set); only
+	// the errors of the stream below end it.
 	//
 	// A snapshot may be sent in full (request) or as a delta (delta) against
 	// the last snapshot of the same Job on the same stream: the planner keeps,
@@ -207,12 +210,15 @@ type PlannerServiceServer interface {
 	// stream open and sends snapshots as they come. Every request gets exactly
 	// one response carrying the same id. The requests of one Job are answered
 	// in the order sent. A -system-users' stream has the requests of
-	// different Jobs planned at once (up to twice the planner's cores), each
-	// answered once planned, so that no Job's plan waits for another Job's
-	// (match the answers by id); an outside caller's are answered one after
-	// another, in the order sent. A malformed snapshot, or a request that
-	// cannot be decoded (INVALID_ARGUMENT, with its id as far as it can be
-	// read), fails only its own response (error set), never the stream.
+	// different Jobs decoded and planned at once, each answered once planned
+	// (match the answers by id), so that a Job's plan does not wait for other
+	// Jobs' plans; it may still wait for their bytes, which come before its
+	// own on the stream, and the planner holds at most max(4, twice its
+	// cores) requests received and not yet answered. An outside caller's are
+	// answered one after another, in the order sent. A malformed snapshot,
+	// or a request that cannot be decoded (INVALID_ARGUMENT; its id when it
+	// can be read, else ""), fails only its own response (error set); only
+	// the errors of the stream below end it.
 	//
 	// A snapshot may be sent in full (request) or as a delta (delta) against
 	// the last snapshot of the same Job on the same stream: the planner keeps,

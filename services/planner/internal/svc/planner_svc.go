@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -224,8 +225,12 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 func answerStreamed(bases *streamSnapshots, b []byte, settings syncSettings) *jobplanev1.StreamPlanSyncResponse {
 	req := &streamRequest{} // its pods decoded straight for the sync
 	if err := req.UnmarshalWire(b); err != nil {
+		req.release()
+		if job, one := jobOfEncoded(b); one && job != "" {
+			bases.take(job).dispose() // a failed request drops its Job's snapshot
+		}
 		return &jobplanev1.StreamPlanSyncResponse{Id: idOfEncoded(b),
-			Error: status.New(codes.InvalidArgument, "the request cannot be decoded: "+err.Error()).Proto()}
+			Error: status.New(codes.InvalidArgument, "the request cannot be decoded: "+strings.ToValidUTF8(err.Error(), "\uFFFD")).Proto()}
 	}
 	resp := &jobplanev1.StreamPlanSyncResponse{Id: req.msg.GetId()}
 	if plan, err := planStreamed(bases, req, settings); err != nil {

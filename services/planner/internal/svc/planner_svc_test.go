@@ -329,7 +329,12 @@ func TestStreamPlanSyncAnswersARequestItCannotDecodeAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = bytes.Replace(b, []byte("NOT-UTF8"), []byte("\xff\xfe-UTF8\xff"), 1)
-	for _, m := range []any{&jobplanev1.StreamPlanSyncRequest{Id: "a", Request: good}, rawRequest(b), &jobplanev1.StreamPlanSyncRequest{Id: "c", Request: good}} {
+	badID, err := proto.Marshal(&jobplanev1.StreamPlanSyncRequest{Id: "IDxx", Request: good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	badID = bytes.Replace(badID, []byte("IDxx"), []byte("ID\xff\xfe"), 1) // answered without its id
+	for _, m := range []any{&jobplanev1.StreamPlanSyncRequest{Id: "a", Request: good}, rawRequest(b), rawRequest(badID), &jobplanev1.StreamPlanSyncRequest{Id: "c", Request: good}} {
 		if err := stream.SendMsg(m); err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +342,7 @@ func TestStreamPlanSyncAnswersARequestItCannotDecodeAlone(t *testing.T) {
 	if err := stream.CloseSend(); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"a", "b", "c"} {
+	for _, id := range []string{"a", "b", "", "c"} {
 		resp, err := stream.Recv()
 		if err != nil {
 			t.Fatalf("answer %s: %v", id, err)
@@ -345,7 +350,7 @@ func TestStreamPlanSyncAnswersARequestItCannotDecodeAlone(t *testing.T) {
 		if resp.GetId() != id {
 			t.Fatalf("answer %q, want %q", resp.GetId(), id)
 		}
-		if st := status.FromProto(resp.GetError()); (id == "b") != (st.Code() == codes.InvalidArgument) {
+		if st := status.FromProto(resp.GetError()); (id == "b" || id == "") != (st.Code() == codes.InvalidArgument) {
 			t.Errorf("answer %s: %v", id, st.Err())
 		}
 	}

@@ -2,6 +2,7 @@ package svc
 
 import (
 	"errors"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -356,9 +357,13 @@ func jobOfEncoded(b []byte) (string, bool) {
 }
 
 // idOfEncoded is the id of b, an encoded StreamPlanSyncRequest, as far as
-// it can be read.
+// it can be read: "" when it is not UTF-8 (an answer carrying it could not
+// be decoded).
 func idOfEncoded(b []byte) string {
 	id, _ := lastField(b, podwire.StreamRequestID)
+	if !utf8.Valid(id) {
+		return ""
+	}
 	return string(id)
 }
 
