@@ -127,8 +127,10 @@ func baseFromRequest(id string, req *jobplanev1.PlanSyncRequest, pods []*corev1.
 // applyDelta takes the stream's snapshot the delta is based on, checks the
 // delta (its upserted pods converted) against it and applies it. The base
 // is out of the store until planned: any error drops it (dispose). sizes
-// are the upserted pods' encoded sizes.
-func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod, annotations []engine.PodAnnotations, sizes []int64) (*baseSnapshot, error) {
+// are the upserted pods' encoded sizes. together: the pods were decoded
+// together, views of the request's sent bytes, and stay with the base
+// (the caller hands it their array), not each alone.
+func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, upserted []*corev1.Pod, annotations []engine.PodAnnotations, sizes []int64, together bool, sent int64) (*baseSnapshot, error) {
 	b := bases.take(d.GetJobUid())
 	if b == nil || b.id != d.GetBaseId() || d.GetBaseId() == "" {
 		b.dispose()
@@ -161,9 +163,11 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, 
 	renamed := false
 	for i, pod := range upserted {
 		upsert := newSlot(pod, annotationsAt(annotations, i, pod), b.finalizer)
-		upsert.alone, upsert.sent = true, sizes[i]
-		b.sent += upsert.sent
-		b.allocated++
+		if !together {
+			upsert.alone, upsert.sent = true, sizes[i]
+			b.sent += upsert.sent
+			b.allocated++
+		}
 		if s, ok := b.index[string(pod.UID)]; ok {
 			renamed = renamed || s.pod.Name != pod.Name
 			b.forget(s)
@@ -174,6 +178,10 @@ func applyDelta(bases *streamSnapshots, id string, d *jobplanev1.PlanSyncDelta, 
 		s := &upsert
 		b.index[string(pod.UID)] = s
 		added = append(added, s)
+	}
+	if together {
+		b.sent += sent
+		b.allocated += len(upserted)
 	}
 	b.reorder(len(d.GetRemovedPodUids()) > 0, added, renamed)
 	b.id = id

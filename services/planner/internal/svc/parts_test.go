@@ -26,12 +26,19 @@ func planWire(t *testing.T, bases *streamSnapshots, w *plan.WireRequest) (*jobpl
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r streamRequest
-	if err := r.UnmarshalWire(bytes.Join(parts, nil)); err != nil {
+	r, err := decodeStreamed(bases, bytes.Join(parts, nil))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return planStreamed(bases, &r, syncSettings{})
+	if r.deltaTogether {
+		decodedTogether++
+	}
+	return planStreamed(bases, r, syncSettings{})
 }
+
+// decodedTogether counts the requests planWire decoded as parts
+// continuing a snapshot, their pods together.
+var decodedTogether int
 
 // planParts plans the parts of a snapshot: each but the last is answered
 // with neither a plan nor an error.
@@ -100,6 +107,9 @@ func TestPartsPlanAsTheWholeSnapshotAlongLifecycles(t *testing.T) {
 	if split < 50 {
 		t.Errorf("only %d snapshots were sent in parts", split)
 	}
+	if decodedTogether == 0 {
+		t.Error("no part continuing a snapshot had its pods decoded together")
+	}
 }
 
 // A snapshot sent in parts that the planner could never keep is refused
@@ -142,4 +152,40 @@ func TestAPartBeyondWhatThePlannerKeepsIsTooLarge(t *testing.T) {
 		t.Fatalf("%d snapshots held once the parts were refused, want the other Job's alone", store.heldSnapshots())
 	}
 	failedPrecondition(t, func() error { _, err := planWire(t, bases, parts[1]); return err }())
+}
+
+// A snapshot kept from parts weighs what it holds: every part's bytes (the
+// continuing parts' pods are views of them) and each of its pods once.
+func TestASnapshotFromPartsWeighsItsParts(t *testing.T) {
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
+	defer bases.close()
+	var snap *plan.Snapshot
+	sim.Generate(1).Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 1, false, func(w *sim.World) {
+		e := w.Snapshot()
+		snap = &plan.Snapshot{Job: e.Job, Pods: e.Pods, Now: e.Now, Finalizer: e.TrackingFinalizer}
+	})
+	for len(snap.Pods) < 40 {
+		p := snap.Pods[0].DeepCopy()
+		p.Name, p.UID = fmt.Sprint("p-", len(snap.Pods)), types.UID(fmt.Sprint("uid-", len(snap.Pods)))
+		snap.Pods = append(snap.Pods, p)
+	}
+	w, err := snap.WireRequest("9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, ok := w.Parts(w.Size() / 3)
+	if !ok || len(parts) < 3 {
+		t.Fatalf("%d bytes in %d parts", w.Size(), len(parts))
+	}
+	if _, err := planParts(t, bases, parts); err != nil {
+		t.Fatal(err)
+	}
+	sent := int64(0)
+	for _, p := range parts {
+		sent += int64(p.Size())
+	}
+	b := bases.jobs[string(snap.Job.UID)]
+	if b == nil || b.allocated != len(snap.Pods) || b.sent != sent || len(b.order) != len(snap.Pods) {
+		t.Fatalf("kept %d pods, %d allocated, %d bytes sent; want %d pods, %d bytes", len(b.order), b.allocated, b.sent, len(snap.Pods), sent)
+	}
 }

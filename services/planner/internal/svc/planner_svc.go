@@ -221,10 +221,19 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 	}
 }
 
+// decodeStreamed decodes b, an encoded request of the stream of bases, its
+// pods straight for the sync: those of a part continuing a snapshot
+// together, as a full snapshot's.
+func decodeStreamed(bases *streamSnapshots, b []byte) (*streamRequest, error) {
+	req := &streamRequest{}
+	job, one := jobOfEncoded(b)
+	return req, req.unmarshal(b, one && bases.continues(job))
+}
+
 // answerStreamed decodes and plans b, an encoded request of a stream.
 func answerStreamed(bases *streamSnapshots, b []byte, settings syncSettings) *jobplanev1.StreamPlanSyncResponse {
-	req := &streamRequest{} // its pods decoded straight for the sync
-	if err := req.UnmarshalWire(b); err != nil {
+	req, err := decodeStreamed(bases, b)
+	if err != nil {
 		req.release()
 		if job, one := jobOfEncoded(b); one && job != "" {
 			bases.take(job).dispose() // a failed request drops its Job's snapshot
@@ -256,9 +265,14 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, settings syncSetti
 		req.release()
 		return nil, apierr.Invalid("invalid StreamPlanSync request", field.ErrorList{field.Invalid(field.NewPath("delta"), field.OmitValueType{}, "exactly one of request and delta may be set")})
 	case delta != nil:
-		b, err = applyDelta(bases, req.msg.GetId(), delta, req.deltaPods, req.deltaAnnotations, req.deltaSizes)
+		b, err = applyDelta(bases, req.msg.GetId(), delta, req.deltaPods, req.deltaAnnotations, req.deltaSizes, req.deltaTogether, req.size)
 		if err != nil {
+			req.release()
 			return nil, err
+		}
+		if req.deltaTogether { // their array is the base's now
+			b.keep(req.releasePods)
+			req.releasePods = nil
 		}
 		return settleBase(bases, b, delta, req, settings)
 	default:
@@ -280,7 +294,8 @@ func planStreamed(bases *streamSnapshots, req *streamRequest, settings syncSetti
 // next part: a part that cannot be kept fails, since the next would find
 // no base, and so does a first part whose whole could never be kept.
 func settleBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncFields, req *streamRequest, settings syncSettings) (*jobplanev1.PlanSyncResponse, error) {
-	if !req.msg.GetPartial() {
+	b.partial = req.msg.GetPartial()
+	if !b.partial {
 		return planBase(bases, b, fields, settings), nil
 	}
 	w := b.weight()

@@ -116,9 +116,21 @@ type baseSnapshot struct {
 	// each sync in the same arrays.
 	pods  []*corev1.Pod
 	views []engine.PodView
-	// release gives back the array of the full snapshot's pods (podSlab)
-	// once the base is dropped; nil when there is none.
+	// release gives back the arrays of its pods decoded together (podSlab:
+	// the full snapshot's, and those of the parts continuing it) once the
+	// base is dropped; nil when there is none.
 	release func()
+	// partial: it is a part of a snapshot the next request continues.
+	partial bool
+}
+
+// keep has b give back release's array too once dropped.
+func (b *baseSnapshot) keep(release func()) {
+	if prev := b.release; prev != nil {
+		b.release = func() { prev(); release() }
+		return
+	}
+	b.release = release
 }
 
 // dispose gives the base's array of pods back: nothing may use the base
@@ -230,6 +242,15 @@ func (st *snapshotStore) stream(system bool) *streamSnapshots {
 		lru = lruSystem
 	}
 	return &streamSnapshots{store: st, jobs: map[string]*baseSnapshot{}, lru: lru}
+}
+
+// continues reports whether the stream's snapshot of the Job is a part of
+// one that the next request continues.
+func (s *streamSnapshots) continues(jobUID string) bool {
+	s.store.mu.Lock()
+	defer s.store.mu.Unlock()
+	b := s.jobs[jobUID]
+	return b != nil && b.partial
 }
 
 // take removes and returns the stream's snapshot of the Job; nil when none.

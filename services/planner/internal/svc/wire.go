@@ -52,6 +52,7 @@ func decodePod(d *podwire.Decoder, b []byte, out *corev1.Pod, shared bool) (engi
 type fullPods struct {
 	decoder     *podwire.Decoder
 	slab        []corev1.Pod
+	used        int // of slab
 	pods        []*corev1.Pod
 	annotations []engine.PodAnnotations
 	// release gives back the array.
@@ -64,11 +65,18 @@ func newFullPods(n int) *fullPods {
 		annotations: make([]engine.PodAnnotations, 0, n), release: release}
 }
 
+// next is the array's next pod, not among p.pods.
+func (p *fullPods) next() *corev1.Pod {
+	pod := &p.slab[p.used]
+	p.used++
+	return pod
+}
+
 // decode merges b, an encoded PlanSyncRequest whose pods were counted, into
 // m, its pods into p.pods.
 func (p *fullPods) decode(b []byte, m *jobplanev1.PlanSyncRequest) error {
 	return eachField(b, isPlanSyncRequestPods, unmarshalRun(m), func(_ protowire.Number, v []byte) error {
-		pod := &p.slab[len(p.pods)]
+		pod := p.next()
 		p.pods = append(p.pods, pod)
 		a, err := decodePod(p.decoder, v, pod, true)
 		p.annotations = append(p.annotations, a)
@@ -130,6 +138,10 @@ type streamRequest struct {
 	// size is the request's encoded size; deltaSizes each upserted pod's.
 	size       int64
 	deltaSizes []int64
+	// deltaTogether: the delta's pods were decoded together, into the
+	// array of releasePods, their strings views of the request's bytes
+	// (a part continuing a snapshot), not each alone.
+	deltaTogether bool
 	// releasePods gives back the array of requestPods (podSlab) unless
 	// the request became a base, which took it; nil when there is none.
 	releasePods func()
@@ -151,6 +163,13 @@ var _ grpcserver.WireUnmarshaler = (*streamRequest)(nil)
 // codec decodes them. It decodes what the codec and podConverter make of
 // the message, and fails where the codec fails.
 func (r *streamRequest) UnmarshalWire(b []byte) error {
+	return r.unmarshal(b, false)
+}
+
+// unmarshal is UnmarshalWire, a delta's pods decoded together when
+// deltaTogether: those of a part continuing a snapshot, which stay with it
+// as a full snapshot's do.
+func (r *streamRequest) unmarshal(b []byte, deltaTogether bool) error {
 	var n podCounts
 	if !n.stream(b) { // left to the codec, whole
 		m := &jobplanev1.StreamPlanSyncRequest{}
@@ -161,11 +180,16 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 		r.size = int64(len(b))
 		return nil
 	}
-	*r = streamRequest{msg: &jobplanev1.StreamPlanSyncRequest{}, size: int64(len(b))}
+	*r = streamRequest{msg: &jobplanev1.StreamPlanSyncRequest{}, size: int64(len(b)), deltaTogether: deltaTogether}
 	// A full snapshot's pods are kept together, in one array, their strings
 	// views of b, the request's bytes (the codec's copy); a delta's each
-	// alone (kept in a base, they would keep each other alive).
-	full, alone := newFullPods(n.requestPods), newPodDecoder(1)
+	// alone (kept in a base, they would keep each other alive), but for a
+	// part continuing a snapshot's, in the same array.
+	together := n.requestPods
+	if deltaTogether {
+		together += n.deltaPods
+	}
+	full, alone := newFullPods(together), newPodDecoder(1)
 	r.releasePods = full.release
 	return eachField(b, isRequestOrDelta, unmarshalRun(r.msg), func(num protowire.Number, v []byte) error {
 		// The field may appear more than once: its messages merge, as
@@ -185,6 +209,14 @@ func (r *streamRequest) UnmarshalWire(b []byte) error {
 			r.deltaSizes = make([]int64, 0, n.deltaPods)
 		}
 		return eachField(v, isPlanSyncDeltaPods, unmarshalRun(r.msg.Delta), func(_ protowire.Number, v []byte) error {
+			if deltaTogether {
+				p := full.next()
+				r.deltaPods = append(r.deltaPods, p)
+				a, err := decodePod(full.decoder, v, p, true)
+				r.deltaAnnotations = append(r.deltaAnnotations, a)
+				r.deltaSizes = append(r.deltaSizes, int64(len(v)))
+				return err
+			}
 			p := &corev1.Pod{}
 			r.deltaPods = append(r.deltaPods, p)
 			a, err := decodePod(alone, v, p, false)
