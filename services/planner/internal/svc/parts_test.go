@@ -185,7 +185,24 @@ func TestASnapshotFromPartsWeighsItsParts(t *testing.T) {
 		sent += int64(p.Size())
 	}
 	b := bases.jobs[string(snap.Job.UID)]
-	if b == nil || b.allocated != len(snap.Pods) || b.sent != sent || len(b.order) != len(snap.Pods) {
+	if b == nil {
+		t.Fatal("the snapshot from parts was not kept")
+	}
+	if b.allocated != len(snap.Pods) || b.sent != sent || len(b.order) != len(snap.Pods) {
 		t.Fatalf("kept %d pods, %d allocated, %d bytes sent; want %d pods, %d bytes", len(b.order), b.allocated, b.sent, len(snap.Pods), sent)
+	}
+}
+
+// A base gives back every array of pods it was handed, once, when dropped.
+func TestABaseGivesBackEveryArrayOnce(t *testing.T) {
+	var released [3]int
+	b := &baseSnapshot{}
+	for i := range released {
+		b.keep(func() { released[i]++ })
+	}
+	b.dispose()
+	b.dispose()
+	if released != [3]int{1, 1, 1} {
+		t.Fatalf("arrays given back %v times, want once each", released)
 	}
 }

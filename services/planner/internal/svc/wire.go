@@ -180,6 +180,7 @@ func (r *streamRequest) unmarshal(b []byte, deltaTogether bool) error {
 		r.size = int64(len(b))
 		return nil
 	}
+	deltaTogether = deltaTogether && n.deltaPods > 0
 	*r = streamRequest{msg: &jobplanev1.StreamPlanSyncRequest{}, size: int64(len(b)), deltaTogether: deltaTogether}
 	// A full snapshot's pods are kept together, in one array, their strings
 	// views of b, the request's bytes (the codec's copy); a delta's each
