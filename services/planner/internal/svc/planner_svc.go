@@ -164,10 +164,10 @@ func planSync(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod, annotations [
 // StreamPlanSync answers each snapshot of the stream with its plan; a bad
 // snapshot fails its own answer, not the stream. The last snapshot of each
 // Job is kept as the base of the next delta of that Job. A system caller's
-// requests of different Jobs are planned at once (up to twice the cores,
-// their bytes charged until answered) and answered as each is planned, a
-// Job's own in order; an outside caller's one after another, so that a
-// stream costs it a core at most.
+// requests of different Jobs are decoded and planned at once (at most
+// max(4, twice the cores) held, their bytes charged until answered) and
+// answered as each is planned, a Job's own in order; an outside caller's
+// one after another, so that a stream costs it a core at most.
 func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamPlanSyncServer) error {
 	ctx := stream.Context()
 	system := grpcserver.SystemCaller(ctx)
