@@ -352,7 +352,12 @@ func TestASnapshotLargerThanThePlannerTakesIsSentInParts(t *testing.T) {
 	f.mu.Lock()
 	kinds := slices.Clone(f.kinds)
 	f.mu.Unlock()
-	want := []string{"full+", "delta 25/0", "delta 1/0", "delta 32/5+", "delta 23/0"}
+	// Parts of a quarter of what the planner takes, 375 bytes: seven pods.
+	want := []string{"full+"}
+	want = append(want, slices.Repeat([]string{"delta 7/0+"}, 7)...)
+	want = append(want, "delta 4/0", "delta 1/0", "delta 6/5+")
+	want = append(want, slices.Repeat([]string{"delta 7/0+"}, 6)...)
+	want = append(want, "delta 7/0")
 	if !slices.Equal(kinds, want) {
 		t.Errorf("sent %q, want %q", kinds, want)
 	}
@@ -380,9 +385,14 @@ func TestAPartRefusedFailsTheSync(t *testing.T) {
 		t.Fatalf("got %v, want the first part's InvalidArgument", err)
 	}
 	a.pods[2] = good
-	mustPlan(t, c, a, "delta 25/0", f)
 	f.mu.Lock()
-	first := f.kinds[len(f.kinds)-2]
+	before := len(f.kinds)
+	f.mu.Unlock()
+	if _, err := planSnapshot(t, c, a); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	first := f.kinds[before]
 	f.mu.Unlock()
 	if first != "full+" {
 		t.Errorf("the sync after the refusal began with %q, want a full snapshot in parts", first)
@@ -435,5 +445,27 @@ func TestASyncInPartsCancelledLeavesNothingWaiting(t *testing.T) {
 	c.stream.mu.Unlock()
 	if waiting != 0 || impl.streams.Load() != 1 {
 		t.Errorf("%d requests still waiting, %d streams opened; want none and 1", waiting, impl.streams.Load())
+	}
+}
+
+// A snapshot whose Job alone is more than a quarter of what the planner
+// takes goes in parts of what it takes.
+func TestPartsAreAQuarterOfTheLimitWhenTheJobFits(t *testing.T) {
+	f := &deltaPlanner{maxMessage: 1500}
+	c := newClient(t, startPlannerImpl(t, f))
+	a := newWorld("a", 60)
+	var indexes []string
+	for i := 0; i < 400; i += 2 {
+		indexes = append(indexes, strconv.Itoa(i))
+	}
+	a.job.Status.CompletedIndexes = strings.Join(indexes, ",") // about 700 bytes
+	if _, err := planSnapshot(t, c, a); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	kinds := slices.Clone(f.kinds)
+	f.mu.Unlock()
+	if len(kinds) < 2 || len(kinds) > 6 || kinds[0] != "full+" {
+		t.Errorf("sent %q, want a few parts of up to 1500 bytes", kinds)
 	}
 }

@@ -235,7 +235,7 @@ func (s *stream) fitted(ctx context.Context, id string, msg any) ([]outgoing, er
 		if limit <= 0 || size <= limit {
 			break
 		}
-		if parts, ok := m.Parts(limit); ok {
+		if parts, ok := inParts(m, limit); ok {
 			out := make([]outgoing, len(parts))
 			for i, p := range parts {
 				out[i] = outgoing{id: p.ID(), msg: p}
@@ -250,6 +250,18 @@ func (s *stream) fitted(ctx context.Context, id string, msg any) ([]outgoing, er
 	}
 	return nil, apierr.New(codes.ResourceExhausted, libplan.ReasonTooLarge, map[string]string{"size": strconv.Itoa(size), "limit": strconv.Itoa(limit)},
 		"the Job's snapshot is %d bytes, more than the planner takes (%d), and cannot be sent in parts: its Job, or one of its pods, is too large alone; a planner with more memory (-max-recv-msg-bytes, GOMEMLIMIT) takes it", size, limit)
+}
+
+// inParts is w, larger than limit, as parts of at most a quarter of it
+// when they can be, else of at most limit. A part holds the level's bytes
+// budget while the planner decodes it, and its bytes come before those of
+// any request sent after it: quarter parts let another Job's sync through
+// a quarter as late (BENCHMARKS.md, "One Job's plan no longer waits").
+func inParts(w *libplan.WireRequest, limit int) ([]*libplan.WireRequest, bool) {
+	if parts, ok := w.Parts(limit / 4); ok {
+		return parts, true
+	}
+	return w.Parts(limit)
 }
 
 // largestMessage is the largest request the planner takes on s, 0 when

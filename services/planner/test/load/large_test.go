@@ -186,9 +186,10 @@ func sendInParts(t *testing.T, stream jobplanev1.PlannerService_StreamPlanSyncCl
 
 // BenchmarkASmallJobBehindALargeOne is the wait of a 100-pod Job's sync
 // sent on the executor's stream just after a 40,000-pod Job's (another
-// Job): its full snapshot (in parts), or a delta of 1 % of its pods, against
-// the same sync alone, from the small sync's sending to its answer. Run
-// with:
+// Job): its full snapshot (in parts of what the planner takes, or of a
+// quarter of it, as the executor sends them), or a delta of 1 % of its
+// pods, against the same sync alone, from the small sync's sending to its
+// answer. Run with:
 //
 //	go test -run '^$' -bench SmallJobBehind -benchtime 5x ./services/planner/test/load/
 func BenchmarkASmallJobBehindALargeOne(b *testing.B) {
@@ -202,7 +203,7 @@ func BenchmarkASmallJobBehindALargeOne(b *testing.B) {
 	// delta against sent, in parts if it must be, then the small Job's
 	// sync, and waits for both: the time from the small sync's sending
 	// to its answer, and what the planner holds of the large Job.
-	send := func(snap *plan.Snapshot, sent *plan.Sent) (time.Duration, *plan.Sent) {
+	send := func(snap *plan.Snapshot, sent *plan.Sent, partLimit int) (time.Duration, *plan.Sent) {
 		next++
 		id := strconv.Itoa(next)
 		var w *plan.WireRequest
@@ -212,7 +213,7 @@ func BenchmarkASmallJobBehindALargeOne(b *testing.B) {
 			w = wire(snap.WireDelta(id, sent))
 			sent.ID = id
 		}
-		parts, _ := w.Parts(limit)
+		parts, _ := w.Parts(partLimit)
 		for _, p := range append(parts, smallReq) {
 			if err := stream.SendMsg(p); err != nil {
 				b.Fatal(err)
@@ -241,18 +242,21 @@ func BenchmarkASmallJobBehindALargeOne(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	var quiet, behindDelta, behindFull time.Duration
+	var quiet, behindDelta, behindFull, behindQuarters time.Duration
 	for i := range b.N {
 		quiet += alone()
-		wait, sent := send(states[1], nil)
+		wait, sent := send(states[1], nil, limit)
 		behindFull += wait
-		wait, _ = send(states[i%2], sent)
+		wait, _ = send(states[i%2], sent, limit)
 		behindDelta += wait
+		wait, _ = send(states[1], nil, limit/4) // as the executor splits it
+		behindQuarters += wait
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(quiet.Microseconds())/1000/n, "alone-ms")
 	b.ReportMetric(float64(behindDelta.Microseconds())/1000/n, "behind-delta-ms")
 	b.ReportMetric(float64(behindFull.Microseconds())/1000/n, "behind-full-ms")
+	b.ReportMetric(float64(behindQuarters.Microseconds())/1000/n, "behind-full-quarters-ms")
 }
 
 // snapshotOf is the executor's snapshot of a scalestate state.
