@@ -216,10 +216,11 @@ func baseUnknown(err error) bool {
 	return status.Code(err) == codes.FailedPrecondition && apierr.Reason(err) == "SNAPSHOT_BASE_UNKNOWN"
 }
 
-// outgoing is a request to send, and its id.
+// outgoing is a request to send, its id, and where its answer comes.
 type outgoing struct {
-	id  string
-	msg any
+	id     string
+	msg    any
+	answer chan result
 }
 
 // fitted is msg, the request id, as the requests the planner takes on s:
@@ -238,7 +239,7 @@ func (s *stream) fitted(ctx context.Context, id string, msg any) ([]outgoing, er
 		if parts, ok := inParts(m, limit); ok {
 			out := make([]outgoing, len(parts))
 			for i, p := range parts {
-				out[i] = outgoing{id: p.ID(), msg: p}
+				out[i] = outgoing{id: p.ID(), msg: p, answer: make(chan result, 1)}
 			}
 			return out, nil
 		}
@@ -246,7 +247,7 @@ func (s *stream) fitted(ctx context.Context, id string, msg any) ([]outgoing, er
 		size = proto.Size(m)
 	}
 	if limit <= 0 || size <= limit {
-		return []outgoing{{id: id, msg: msg}}, nil
+		return []outgoing{{id: id, msg: msg, answer: make(chan result, 1)}}, nil
 	}
 	return nil, apierr.New(codes.ResourceExhausted, libplan.ReasonTooLarge, map[string]string{"size": strconv.Itoa(size), "limit": strconv.Itoa(limit)},
 		"the Job's snapshot is %d bytes, more than the planner takes (%d), and cannot be sent in parts: its Job, or one of its pods, is too large alone; a planner with more memory (-max-recv-msg-bytes, GOMEMLIMIT) takes it", size, limit)
@@ -290,10 +291,8 @@ func (c *Client) exchange(ctx context.Context, s *stream, requests []outgoing) (
 	if len(requests) > 1 {
 		c.sentInParts.Add(1)
 	}
-	answers := make([]chan result, len(requests))
 	for i, r := range requests {
-		answers[i] = make(chan result, 1)
-		if err := s.register(r.id, answers[i]); err != nil {
+		if err := s.register(r.id, r.answer); err != nil {
 			s.unregister(requests[:i]...)
 			return nil, err
 		}
@@ -307,9 +306,9 @@ func (c *Client) exchange(ctx context.Context, s *stream, requests []outgoing) (
 			return nil, unavailable(err)
 		}
 	}
-	for i, answer := range answers {
+	for i, req := range requests {
 		select {
-		case r := <-answer:
+		case r := <-req.answer:
 			if r.err != nil {
 				return nil, r.err
 			}
@@ -317,7 +316,7 @@ func (c *Client) exchange(ctx context.Context, s *stream, requests []outgoing) (
 				s.unregister(requests[i+1:]...)
 				return nil, status.ErrorProto(e)
 			}
-			if i == len(answers)-1 {
+			if i == len(requests)-1 {
 				return r.resp.GetResponse().GetPlan(), nil
 			}
 		case <-ctx.Done():

@@ -437,14 +437,36 @@ func nextSent(bases *streamSnapshots, snap *plan.Snapshot, sent *plan.Sent, id s
 // along simulated lifecycles are planned byte for byte as the snapshots in
 // full.
 func TestExecutorDeltasPlanAsTheFullSnapshotAlongLifecycles(t *testing.T) {
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
+	defer bases.close()
+	deltas := 0
+	alongExecutorLifecycles(bases, func(id string, snap *plan.Snapshot, sent *plan.Sent) {
+		want, wantErr := fullPlan(t, snap.Request())
+		msg := &jobplanev1.StreamPlanSyncRequest{Id: id, Request: snap.Request()}
+		if sent != nil {
+			msg = &jobplanev1.StreamPlanSyncRequest{Id: id, Delta: snap.Delta(sent)}
+			deltas++
+		}
+		got, gotErr := streamed(t, bases, msg)
+		if (wantErr == nil) != (gotErr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("%s: the delta's plan (%v) differs from the full snapshot's (%v)", id, gotErr, wantErr)
+		}
+	})
+	if deltas < 300 {
+		t.Errorf("only %d deltas", deltas)
+	}
+}
+
+// alongExecutorLifecycles calls sync with each snapshot of the simulated
+// lifecycles (fewer with -short) as the executor sends it on the stream of
+// bases: its request id, and what the executor remembers of the Job (nil:
+// nothing, it sends in full); then it remembers what the planner holds.
+func alongExecutorLifecycles(bases *streamSnapshots, sync func(id string, snap *plan.Snapshot, sent *plan.Sent)) {
 	lifecycles := 24
 	if testing.Short() {
 		lifecycles = 8
 	}
-	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
-	defer bases.close()
 	st := &stamper{last: map[string]string{}, rv: map[string]string{}}
-	deltas := 0
 	for seed := range uint64(lifecycles) {
 		sc := sim.Generate(seed)
 		var sent *plan.Sent
@@ -453,21 +475,9 @@ func TestExecutorDeltasPlanAsTheFullSnapshotAlongLifecycles(t *testing.T) {
 			snap := st.executorSnapshot(w)
 			id := fmt.Sprintf("%s-%d", sc.Name, n)
 			n++
-			want, wantErr := fullPlan(t, snap.Request())
-			msg := &jobplanev1.StreamPlanSyncRequest{Id: id, Request: snap.Request()}
-			if sent != nil {
-				msg = &jobplanev1.StreamPlanSyncRequest{Id: id, Delta: snap.Delta(sent)}
-				deltas++
-			}
-			got, gotErr := streamed(t, bases, msg)
-			if (wantErr == nil) != (gotErr == nil) || !bytes.Equal(got, want) {
-				t.Fatalf("%s: the delta's plan (%v) differs from the full snapshot's (%v)", id, gotErr, wantErr)
-			}
+			sync(id, snap, sent)
 			sent = nextSent(bases, snap, sent, id)
 		})
-	}
-	if deltas < 300 {
-		t.Errorf("only %d deltas", deltas)
 	}
 }
 

@@ -26,7 +26,9 @@ func planWire(t *testing.T, bases *streamSnapshots, w *plan.WireRequest) (*jobpl
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := decodeStreamed(bases, bytes.Join(parts, nil))
+	b := bytes.Join(parts, nil)
+	job, one := jobOfEncoded(b)
+	r, err := decodeStreamed(bases, b, job, one)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,54 +58,40 @@ func planParts(t *testing.T, bases *streamSnapshots, parts []*plan.WireRequest) 
 // delta, within a random limit, is planned byte for byte as the snapshot in
 // full, and the next delta is based on its last part.
 func TestPartsPlanAsTheWholeSnapshotAlongLifecycles(t *testing.T) {
-	lifecycles := 24
-	if testing.Short() {
-		lifecycles = 8
-	}
 	r := rand.New(rand.NewPCG(7, 8))
 	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
 	defer bases.close()
-	st := &stamper{last: map[string]string{}, rv: map[string]string{}}
 	split := 0
-	for seed := range uint64(lifecycles) {
-		sc := sim.Generate(seed)
-		var sent *plan.Sent
-		n := 0
-		sc.Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 3000, seed%2 == 1, func(w *sim.World) {
-			snap := st.executorSnapshot(w)
-			id := fmt.Sprintf("%d-%d", seed, n)
-			n++
-			want, wantErr := fullPlan(t, snap.Request())
-			var req *plan.WireRequest
-			var err error
-			if sent != nil {
-				req, err = snap.WireDelta(id, sent)
-			} else {
-				req, err = snap.WireRequest(id)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			// A limit of the Job and one to a few pods: some of the
-			// lifecycles' Jobs are larger, and go in one part.
-			parts, ok := req.Parts(800 + r.IntN(1200))
-			if !ok {
-				parts = []*plan.WireRequest{req}
-			}
-			if len(parts) > 1 {
-				split++
-			}
-			resp, gotErr := planParts(t, bases, parts)
-			var got []byte
-			if gotErr == nil {
-				got = deterministic(t, resp)
-			}
-			if (wantErr == nil) != (gotErr == nil) || !bytes.Equal(got, want) {
-				t.Fatalf("%s: the plan of %d parts (%v) differs from the full snapshot's (%v)", id, len(parts), gotErr, wantErr)
-			}
-			sent = nextSent(bases, snap, sent, id)
-		})
-	}
+	alongExecutorLifecycles(bases, func(id string, snap *plan.Snapshot, sent *plan.Sent) {
+		want, wantErr := fullPlan(t, snap.Request())
+		var req *plan.WireRequest
+		var err error
+		if sent != nil {
+			req, err = snap.WireDelta(id, sent)
+		} else {
+			req, err = snap.WireRequest(id)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A limit of the Job and one to a few pods: some of the
+		// lifecycles' Jobs are larger, and go in one part.
+		parts, ok := req.Parts(800 + r.IntN(1200))
+		if !ok {
+			parts = []*plan.WireRequest{req}
+		}
+		if len(parts) > 1 {
+			split++
+		}
+		resp, gotErr := planParts(t, bases, parts)
+		var got []byte
+		if gotErr == nil {
+			got = deterministic(t, resp)
+		}
+		if (wantErr == nil) != (gotErr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("%s: the plan of %d parts (%v) differs from the full snapshot's (%v)", id, len(parts), gotErr, wantErr)
+		}
+	})
 	if split < 50 {
 		t.Errorf("only %d snapshots were sent in parts", split)
 	}

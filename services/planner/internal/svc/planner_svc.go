@@ -206,11 +206,11 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 		// Its bytes stay charged while it is decoded and planned beside
 		// the next.
 		charged := grpcserver.HoldReceived(ctx)
+		job, ok := jobOfEncoded(received.b)
 		answer := func() {
 			defer charged()
-			send(answerStreamed(bases, received.b, s.settings))
+			send(answerStreamed(bases, received.b, job, ok, s.settings))
 		}
-		job, ok := jobOfEncoded(received.b)
 		if !ok { // it drops the snapshots of two Jobs: alone
 			work.wait()
 			answer()
@@ -221,21 +221,22 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 	}
 }
 
-// decodeStreamed decodes b, an encoded request of the stream of bases, its
-// pods straight for the sync: those of a part continuing a snapshot
-// together, as a full snapshot's.
-func decodeStreamed(bases *streamSnapshots, b []byte) (*streamRequest, error) {
+// decodeStreamed decodes b, an encoded request of the stream of bases, a
+// snapshot of the Job job (jobOfEncoded; not one: of two), its pods
+// straight for the sync: those of a part continuing a snapshot together, as
+// a full snapshot's.
+func decodeStreamed(bases *streamSnapshots, b []byte, job string, one bool) (*streamRequest, error) {
 	req := &streamRequest{}
-	job, one := jobOfEncoded(b)
 	return req, req.unmarshal(b, one && bases.continues(job))
 }
 
-// answerStreamed decodes and plans b, an encoded request of a stream.
-func answerStreamed(bases *streamSnapshots, b []byte, settings syncSettings) *jobplanev1.StreamPlanSyncResponse {
-	req, err := decodeStreamed(bases, b)
+// answerStreamed decodes and plans b, an encoded request of a stream, a
+// snapshot of job as decodeStreamed's.
+func answerStreamed(bases *streamSnapshots, b []byte, job string, one bool, settings syncSettings) *jobplanev1.StreamPlanSyncResponse {
+	req, err := decodeStreamed(bases, b, job, one)
 	if err != nil {
 		req.release()
-		if job, one := jobOfEncoded(b); one && job != "" {
+		if one && job != "" {
 			bases.take(job).dispose() // a failed request drops its Job's snapshot
 		}
 		return &jobplanev1.StreamPlanSyncResponse{Id: idOfEncoded(b),
