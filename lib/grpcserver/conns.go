@@ -1,6 +1,7 @@
 package grpcserver
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"fmt"
@@ -21,12 +22,13 @@ import (
 //     unidentified connections are at most so many, shared fairly by the
 //     hosts they come from: to make room for a new one, the gate closes a
 //     connection of the host holding the most, its oldest with no call
-//     open, so that a flood from one host closes only its own connections
-//     (a flood of connections that never call cannot close a client's
-//     while its first call is being authenticated, even from the same
-//     host; one from the same host whose connections all keep a call open
-//     locks out only a client whose first call takes longer to
-//     authenticate than the flood takes to open half that many); each is
+//     open, else one with no call being authenticated (toEvict), so that a
+//     flood from one host closes only its own connections, and a flood of
+//     connections that never call, or keep only calls that need no
+//     credentials open (health watches), cannot close a client's while its
+//     first call is being authenticated, even from the same host (a flood
+//     whose calls are all being authenticated as slowly as the client's
+//     can: the API server is then the bottleneck they share); each is
 //     closed if no call is identified within the first-call timeout and
 //     none is open or began within it (health checks need no credentials);
 //   - an identified connection belongs to its first call's caller (a
@@ -79,9 +81,13 @@ type gatedConn struct {
 	// within it.
 	calls    atomic.Int32
 	lastCall atomic.Int64
-	caller   string
-	refused  error
-	closed   bool
+	// authenticating are its calls whose caller is being identified (a
+	// TokenReview under way): a flood's connections whose calls need no
+	// credentials are closed before one of them.
+	authenticating atomic.Int32
+	caller         string
+	refused        error
+	closed         bool
 }
 
 func newConnGate(cfg Config, reg prometheus.Registerer) *connGate {
@@ -159,20 +165,24 @@ func hostOf(ip net.IP) string {
 
 // toEvict is the unidentified connection to close for a new one: one of
 // the host holding the most (of those, the host whose oldest is oldest),
-// so that a flood from one host closes only its own; of its connections,
-// the oldest with no call open among the older half, so that a client
-// whose first call is being authenticated is not closed by a flood of
-// connections that never call; else its oldest. (A connection of the newer
-// half may still be in its handshake, with no call yet: it is spared until
-// a flood of calling connections has aged it that far.)
+// so that a flood from one host closes only its own. Of its connections:
+//   - the oldest with no call open among the older half, so that a flood
+//     of connections that never call closes its own (a connection of the
+//     newer half may still be in its handshake, with no call yet: it is
+//     spared until a flood of calling connections has aged it that far);
+//   - else the oldest with no call being authenticated: calls that need no
+//     credentials (health watches) first, so that a flood keeping them
+//     open closes its own before a client whose first call is being
+//     authenticated; then one of the newer half with no call yet;
+//   - else its oldest.
 func (g *connGate) toEvict() *gatedConn {
 	most := 0
 	for _, n := range g.hosts {
 		most = max(most, n)
 	}
-	var oldest *gatedConn
+	var oldest, unauthenticated, callless *gatedConn
 	looked := 0
-	for e := g.unidentified.Front(); e != nil && looked < max(1, most/2); e = e.Next() {
+	for e := g.unidentified.Front(); e != nil; e = e.Next() {
 		gc := e.Value.(*gatedConn)
 		if oldest == nil && g.hosts[gc.host] == most {
 			oldest = gc
@@ -180,12 +190,17 @@ func (g *connGate) toEvict() *gatedConn {
 		if oldest == nil || gc.host != oldest.host {
 			continue
 		}
-		if gc.calls.Load() == 0 {
-			return gc
-		}
 		looked++
+		switch calls := gc.calls.Load(); {
+		case calls == 0 && looked <= max(1, most/2):
+			return gc
+		case calls == 0 && callless == nil:
+			callless = gc
+		case calls > 0 && gc.authenticating.Load() == 0 && unauthenticated == nil:
+			unauthenticated = gc
+		}
 	}
-	return oldest
+	return cmp.Or(unauthenticated, callless, oldest)
 }
 
 // tracked is the gate's connection of the transport's addresses, if any,
@@ -301,6 +316,16 @@ func (g *connGate) callEnded(gc *gatedConn) {
 	if gc != nil && !gc.identified.Load() {
 		gc.calls.Add(-1)
 	}
+}
+
+// authenticating counts a call of gc whose caller is being identified,
+// until the returned func is called.
+func (g *connGate) authenticating(gc *gatedConn) (done func()) {
+	if gc == nil || gc.identified.Load() {
+		return func() {}
+	}
+	gc.authenticating.Add(1)
+	return func() { gc.authenticating.Add(-1) }
 }
 
 func (g *connGate) close(gc *gatedConn, reason string) {

@@ -86,3 +86,35 @@ func TestUnidentifiedConnectionsAreSharedFairlyByHost(t *testing.T) {
 		t.Errorf("hostOf(2001:db8::2) = %q, want the /64 of 2001:db8::1", got)
 	}
 }
+
+// Of one host's connections, the gate closes one with no call open among
+// the older half first, then one whose calls need no credentials, and one
+// whose call is being authenticated last.
+func TestTheConnectionEvictedLastIsOneBeingAuthenticated(t *testing.T) {
+	cfg := Defaults("127.0.0.1:0", "")
+	cfg.MaxUnidentifiedConns = 100
+	g := newConnGate(cfg, nil)
+	local := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 9), Port: 443}
+	conns := make([]*gatedConn, 4)
+	for i := range conns {
+		g.accepted(&addrConn{local: local, remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1000 + i}})
+		conns[i] = g.byAddrs[addrsOf(local, &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1000 + i})]
+	}
+	// Oldest first: one being authenticated, one in its handshake (no call
+	// yet) among the older half, one with a health watch, and the newest,
+	// in its handshake.
+	conns[0].calls.Store(1)
+	conns[0].authenticating.Store(1)
+	conns[2].calls.Store(1)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, want := range []int{1, 2, 3} {
+		if got := g.toEvict(); got != conns[want] {
+			t.Fatalf("evicted %s, want connection %d", got.addrs, want)
+		}
+		g.closeLocked(conns[want], "test")
+	}
+	if got := g.toEvict(); got != conns[0] {
+		t.Fatalf("evicted %s, want the one being authenticated, the last", got.addrs)
+	}
+}
