@@ -306,6 +306,34 @@ func (p *Process) PeakRSS(tb testing.TB) int64 {
 	return n
 }
 
+// CPUTime is the CPU time the running process has used, user and system
+// (/proc/PID/stat, Linux; in clock ticks of 10 ms).
+func (p *Process) CPUTime(tb testing.TB) time.Duration {
+	tb.Helper()
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		tb.Fatalf("%s is not running", p.Name)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		tb.Fatalf("%s: %v", p.Name, err)
+	}
+	// The fields after the command's name, which is in parentheses and
+	// may hold spaces: utime and stime are the 12th and 13th.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			tb.Fatalf("%s: /proc stat field %q: %v", p.Name, f, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
 // peakRSS is the VmHWM of process pid, in bytes.
 func peakRSS(pid int) (int64, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

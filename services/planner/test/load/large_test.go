@@ -103,17 +103,7 @@ func TestAJobLargerThanOneRequestIsPlannedWithinTheMemoryLimit(t *testing.T) {
 }
 
 // otherJob is s with another Job's UID than scalestate's.
-func otherJob(s scalestate.State) scalestate.State {
-	const uid = "another-job"
-	s.Job = s.Job.DeepCopy()
-	s.Job.UID = uid
-	for i, p := range s.Pods {
-		p = p.DeepCopy()
-		p.OwnerReferences[0].UID = uid
-		s.Pods[i] = p
-	}
-	return s
-}
+func otherJob(s scalestate.State) scalestate.State { return withJobUID(s, "another-job") }
 
 // deployedPlanner starts the planner binary as deploy/ runs it
 // (GOMEMLIMIT=450MiB, the executor's identity a system user), and opens
