@@ -293,13 +293,7 @@ func (p *Process) Binary() string { return p.bin }
 // (VmHWM of /proc/PID/status, Linux), in bytes.
 func (p *Process) PeakRSS(tb testing.TB) int64 {
 	tb.Helper()
-	p.mu.Lock()
-	cmd := p.cmd
-	p.mu.Unlock()
-	if cmd == nil {
-		tb.Fatalf("%s is not running", p.Name)
-	}
-	n, err := peakRSS(cmd.Process.Pid)
+	n, err := peakRSS(p.pid(tb))
 	if err != nil {
 		tb.Fatalf("%s: %v", p.Name, err)
 	}
@@ -310,13 +304,7 @@ func (p *Process) PeakRSS(tb testing.TB) int64 {
 // (/proc/PID/stat, Linux; in clock ticks of 10 ms).
 func (p *Process) CPUTime(tb testing.TB) time.Duration {
 	tb.Helper()
-	p.mu.Lock()
-	cmd := p.cmd
-	p.mu.Unlock()
-	if cmd == nil {
-		tb.Fatalf("%s is not running", p.Name)
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid(tb)))
 	if err != nil {
 		tb.Fatalf("%s: %v", p.Name, err)
 	}
@@ -332,6 +320,18 @@ func (p *Process) CPUTime(tb testing.TB) time.Duration {
 		ticks += n
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+// pid is the running process's.
+func (p *Process) pid(tb testing.TB) int {
+	tb.Helper()
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		tb.Fatalf("%s is not running", p.Name)
+	}
+	return cmd.Process.Pid
 }
 
 // peakRSS is the VmHWM of process pid, in bytes.
