@@ -217,14 +217,9 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 			work.unreserve()
 			continue
 		}
-		work.run(job, answer, concurrency == 1 || len(received.b) <= plannedOnTheStream)
+		work.run(job, answer)
 	}
 }
-
-// plannedOnTheStream is the size of a request small enough to be planned on
-// the stream's own goroutine (about 40 pods, tens of microseconds): a small
-// Job's sync then wakes no other thread.
-const plannedOnTheStream = 16 << 10
 
 // decodeStreamed decodes b, an encoded request of the stream of bases, a
 // snapshot of the Job job (jobOfEncoded; not one: of two), its pods

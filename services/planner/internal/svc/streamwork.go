@@ -31,21 +31,12 @@ func (w *streamWork) reserve() { w.pending <- struct{}{} }
 func (w *streamWork) unreserve() { <-w.pending }
 
 // run runs work, the answer of a request reserved, after the Job's
-// requests before it: on a goroutine of its own, or, when here and none of
-// the Job's is running, on the caller's (a small request: planning it
-// costs less than waking another thread would, and holds the stream's next
-// request for microseconds).
-func (w *streamWork) run(job string, work func(), here bool) {
+// requests before it.
+func (w *streamWork) run(job string, work func()) {
 	w.mu.Lock()
 	if queue, busy := w.queued[job]; busy {
 		w.queued[job] = append(queue, work)
 		w.mu.Unlock()
-		return
-	}
-	if here {
-		w.mu.Unlock()
-		work()
-		w.unreserve()
 		return
 	}
 	w.queued[job] = nil
