@@ -34,6 +34,7 @@ import (
 	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 	"github.com/jobplane/jobplane/services/executor/internal/gang"
 	"github.com/jobplane/jobplane/services/executor/internal/plannerclient"
+	"github.com/jobplane/jobplane/services/executor/internal/podwrites"
 	"github.com/jobplane/jobplane/services/executor/internal/svc"
 )
 
@@ -173,6 +174,10 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	if err != nil {
 		return err
 	}
+	podWrites, err := podwrites.NewClient(restCfg) // the same budget
+	if err != nil {
+		return err
+	}
 	if cfg.dropIn.enabled {
 		log.Info("drop-in mode: probing for the built-in Job controller", "namespace", cfg.dropIn.probeNamespace, "wait", cfg.dropIn.probeWait)
 		probe := dropin.Probe{Client: client, Namespace: cfg.dropIn.probeNamespace, Wait: cfg.dropIn.probeWait}
@@ -202,7 +207,7 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 		}
 	}
 	ctrl, err := controller.New(controller.Config{
-		Client: client, Informers: factory, Planner: planner,
+		Client: client, PodWrites: podWrites, Informers: factory, Planner: planner,
 		ManagedBy: cfg.managedBy, DropIn: cfg.dropIn.enabled, FeatureGates: cfg.featureGates, EventSource: cfg.eventSource(),
 		Finalizer: cfg.trackingFinalizer(), Log: log, Metrics: metrics,
 		NamespaceWeights: shares,

@@ -17,14 +17,14 @@ import (
 // podControl is the executor's writes of pods, as the reference's
 // RealPodControl; tests replace the clientset under it.
 type podControl struct {
-	client kubernetes.Interface
+	client typedcorev1.PodsGetter
 	// wrote is told of every pod a create or patch returned (the
 	// reference's OnWrite), so a sync can wait for its cache to see it.
 	wrote func(pod *corev1.Pod)
 }
 
 func (c podControl) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	created, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := c.client.Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err == nil && c.wrote != nil {
 		c.wrote(created)
 	}
@@ -32,7 +32,7 @@ func (c podControl) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, e
 }
 
 func (c podControl) patch(ctx context.Context, namespace, name string, patch []byte) error {
-	patched, err := c.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	patched, err := c.client.Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	if err == nil && c.wrote != nil {
 		c.wrote(patched)
 	}
@@ -42,7 +42,7 @@ func (c podControl) patch(ctx context.Context, namespace, name string, patch []b
 // delete deletes the pod only if it still has uid, so a pod of the same
 // name created since is never touched.
 func (c podControl) delete(ctx context.Context, namespace, name string, uid types.UID) error {
-	return c.client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(uid))})
+	return c.client.Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(uid))})
 }
 
 // removeFinalizer takes finalizer off the pod with a strategic merge patch

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	batchv1listers "k8s.io/client-go/listers/batch/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -75,7 +76,10 @@ type SnapshotPlanner interface {
 
 // Config is what a Controller is built from.
 type Config struct {
-	Client    kubernetes.Interface
+	Client kubernetes.Interface
+	// PodWrites writes the pods; nil: Client's. The executor's reads only
+	// the metadata of the pods the API server answers (podwrites).
+	PodWrites typedcorev1.PodsGetter
 	Informers informers.SharedInformerFactory
 	Planner   Planner
 	// ManagedBy is the spec.managedBy value of the Jobs to run.
@@ -141,7 +145,7 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg:      cfg,
 		log:      cfg.Log,
-		pods:     podControl{client: cfg.Client},
+		pods:     podControl{client: podWrites(cfg)},
 		jobs:     jobInformer.Lister(),
 		podStore: podInformer.Lister(),
 		state:    jobstate.New(cfg.Clock),
@@ -467,6 +471,14 @@ func (c *Controller) podWritten(pod *corev1.Pod) {
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		c.state.WroteAt(pod.Namespace+"/"+ref.Name, jobstate.Pods, pod.ResourceVersion)
 	}
+}
+
+// podWrites is the client the pods are written with.
+func podWrites(cfg Config) typedcorev1.PodsGetter {
+	if cfg.PodWrites != nil {
+		return cfg.PodWrites
+	}
+	return cfg.Client.CoreV1()
 }
 
 // trimJob is what the Job cache keeps of a Job: the whole Job (but its

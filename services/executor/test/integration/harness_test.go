@@ -33,6 +33,7 @@ import (
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/controller"
 	"github.com/jobplane/jobplane/services/executor/internal/plannerclient"
+	"github.com/jobplane/jobplane/services/executor/internal/podwrites"
 	"github.com/jobplane/jobplane/services/executor/internal/svc"
 )
 
@@ -135,6 +136,10 @@ func startWith(t *testing.T, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	podWrites, err := podwrites.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	conn, err := grpc.NewClient(planner.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +147,7 @@ func startWith(t *testing.T, o options) *env {
 	plans := plannerclient.New(conn)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctrl, err := controller.New(controller.Config{
-		Client: client, Informers: factory, Planner: plans, ManagedBy: managedBy, FeatureGates: o.gates,
+		Client: client, PodWrites: podWrites, Informers: factory, Planner: plans, ManagedBy: managedBy, FeatureGates: o.gates,
 		Finalizer: plan.DefaultTrackingFinalizer, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
