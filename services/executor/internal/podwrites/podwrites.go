@@ -7,6 +7,7 @@ package podwrites
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,7 +27,7 @@ func NewClient(cfg *rest.Config) (corev1client.PodsGetter, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &corev1.SchemeGroupVersion
 	c.APIPath = "/api"
-	c.NegotiatedSerializer = metadataOfPods{scheme.Codecs.WithoutConversion()}
+	c.NegotiatedSerializer = newMetadataOfPods(scheme.Codecs.WithoutConversion())
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
@@ -39,19 +40,22 @@ func NewClient(cfg *rest.Config) (corev1client.PodsGetter, error) {
 
 // metadataOfPods is a NegotiatedSerializer whose protobuf decoder decodes
 // a pod's metadata only.
-type metadataOfPods struct{ runtime.NegotiatedSerializer }
+type metadataOfPods struct {
+	runtime.NegotiatedSerializer
+	infos []runtime.SerializerInfo // built once: the client asks at every answer
+}
 
-func (m metadataOfPods) SupportedMediaTypes() []runtime.SerializerInfo {
-	infos := m.NegotiatedSerializer.SupportedMediaTypes()
-	out := make([]runtime.SerializerInfo, len(infos))
+func newMetadataOfPods(ns runtime.NegotiatedSerializer) metadataOfPods {
+	infos := slices.Clone(ns.SupportedMediaTypes())
 	for i, info := range infos {
 		if info.MediaType == runtime.ContentTypeProtobuf {
-			info.Serializer = podMetadataDecoder{info.Serializer}
+			infos[i].Serializer = podMetadataDecoder{info.Serializer}
 		}
-		out[i] = info
 	}
-	return out
+	return metadataOfPods{ns, infos}
 }
+
+func (m metadataOfPods) SupportedMediaTypes() []runtime.SerializerInfo { return m.infos }
 
 // podMetadataDecoder decodes into a *corev1.Pod the pod's metadata only;
 // anything else (a Status, JSON) as its Serializer does.

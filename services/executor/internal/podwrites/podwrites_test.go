@@ -35,7 +35,7 @@ func serializers(tb testing.TB) (whole, metadataOnly runtime.Serializer) {
 			whole = info.Serializer
 		}
 	}
-	for _, info := range (metadataOfPods{scheme.Codecs.WithoutConversion()}).SupportedMediaTypes() {
+	for _, info := range newMetadataOfPods(scheme.Codecs.WithoutConversion()).SupportedMediaTypes() {
 		if info.MediaType == runtime.ContentTypeProtobuf {
 			metadataOnly = info.Serializer
 		}
@@ -93,7 +93,7 @@ func TestAnythingElseDecodesWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, info := range (metadataOfPods{scheme.Codecs.WithoutConversion()}).SupportedMediaTypes() {
+	for _, info := range newMetadataOfPods(scheme.Codecs.WithoutConversion()).SupportedMediaTypes() {
 		if info.MediaType != runtime.ContentTypeJSON {
 			continue
 		}
