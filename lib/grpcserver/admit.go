@@ -107,9 +107,8 @@ func (s *Server) preemptible(ctx context.Context) (_ context.Context, preempt, e
 // is the caller's, within its bound of connections. The returned context
 // carries the identity on to the auth interceptor (identified once).
 func (s *Server) flowOf(ctx context.Context, method string) (_ context.Context, level, flow string, err error) {
-	done := s.conns.authenticating(gateOf(ctx))
+	defer s.conns.authenticating(ctx)() // until its connection is identified
 	id, err := s.auth.Identify(ctx, method)
-	done()
 	if err != nil {
 		return ctx, "", "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
 	"github.com/jobplane/jobplane/lib/admission"
 )
@@ -27,8 +28,8 @@ import (
 //     connections that never call, or keep only calls that need no
 //     credentials open (health watches), cannot close a client's while its
 //     first call is being authenticated, even from the same host (a flood
-//     whose calls are all being authenticated as slowly as the client's
-//     can: the API server is then the bottleneck they share); each is
+//     whose calls are all being authenticated, as slowly as the client's,
+//     can: its oldest is closed for a newcomer, as any); each is
 //     closed if no call is identified within the first-call timeout and
 //     none is open or began within it (health checks need no credentials);
 //   - an identified connection belongs to its first call's caller (a
@@ -170,17 +171,19 @@ func hostOf(ip net.IP) string {
 //     of connections that never call closes its own (a connection of the
 //     newer half may still be in its handshake, with no call yet: it is
 //     spared until a flood of calling connections has aged it that far);
-//   - else the oldest with no call being authenticated: calls that need no
-//     credentials (health watches) first, so that a flood keeping them
-//     open closes its own before a client whose first call is being
-//     authenticated; then one of the newer half with no call yet;
-//   - else its oldest.
+//   - else the oldest with no call being authenticated (calls that need no
+//     credentials, health watches), so that a flood keeping them open
+//     closes its own before a client whose first call is being
+//     authenticated;
+//   - else its oldest (never the newest in its handshake: a host whose
+//     connections all wait on their reviews must not close every newcomer
+//     while keeping its own).
 func (g *connGate) toEvict() *gatedConn {
 	most := 0
 	for _, n := range g.hosts {
 		most = max(most, n)
 	}
-	var oldest, unauthenticated, callless *gatedConn
+	var oldest, unauthenticated *gatedConn
 	looked := 0
 	for e := g.unidentified.Front(); e != nil; e = e.Next() {
 		gc := e.Value.(*gatedConn)
@@ -194,13 +197,11 @@ func (g *connGate) toEvict() *gatedConn {
 		switch calls := gc.calls.Load(); {
 		case calls == 0 && looked <= max(1, most/2):
 			return gc
-		case calls == 0 && callless == nil:
-			callless = gc
 		case calls > 0 && gc.authenticating.Load() == 0 && unauthenticated == nil:
 			unauthenticated = gc
 		}
 	}
-	return cmp.Or(unauthenticated, callless, oldest)
+	return cmp.Or(unauthenticated, oldest)
 }
 
 // tracked is the gate's connection of the transport's addresses, if any,
@@ -318,15 +319,44 @@ func (g *connGate) callEnded(gc *gatedConn) {
 	}
 }
 
-// authenticating counts a call of gc whose caller is being identified,
-// until the returned func is called.
-func (g *connGate) authenticating(gc *gatedConn) (done func()) {
+// authenticating counts the call of ctx as being authenticated until the
+// returned func is called (once its connection is identified, or the call
+// refused). A stream's count began before its authentication, in
+// countAuthentication; a unary call's begins here.
+func (g *connGate) authenticating(ctx context.Context) (done func()) {
+	if done, ok := ctx.Value(authenticatingKey{}).(func()); ok {
+		return done
+	}
+	return g.countOn(gateOf(ctx))
+}
+
+func (g *connGate) countOn(gc *gatedConn) (done func()) {
 	if gc == nil || gc.identified.Load() {
 		return func() {}
 	}
 	gc.authenticating.Add(1)
-	return func() { gc.authenticating.Add(-1) }
+	return sync.OnceFunc(func() { gc.authenticating.Add(-1) })
 }
+
+type authenticatingKey struct{}
+
+// countAuthentication counts a stream as being authenticated from before
+// the auth interceptor reviews its credentials (grpc-go runs a stream's
+// interceptors before its handler, where admission identifies it) until
+// admission has identified its connection, or it ends.
+func (g *connGate) countAuthentication(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	done := g.countOn(gateOf(ss.Context()))
+	defer done()
+	return handler(srv, &contextStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), authenticatingKey{}, done)})
+}
+
+// contextStream is a stream with another context.
+type contextStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *contextStream) Context() context.Context { return s.ctx }
 
 func (g *connGate) close(gc *gatedConn, reason string) {
 	if gc == nil {

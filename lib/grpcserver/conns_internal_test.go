@@ -88,33 +88,47 @@ func TestUnidentifiedConnectionsAreSharedFairlyByHost(t *testing.T) {
 }
 
 // Of one host's connections, the gate closes one with no call open among
-// the older half first, then one whose calls need no credentials, and one
-// whose call is being authenticated last.
+// the older half first, then one whose calls need no credentials, then its
+// oldest, never the newest in its handshake: a host whose connections all
+// wait on their reviews closes its own for a newcomer.
 func TestTheConnectionEvictedLastIsOneBeingAuthenticated(t *testing.T) {
 	cfg := Defaults("127.0.0.1:0", "")
 	cfg.MaxUnidentifiedConns = 100
 	g := newConnGate(cfg, nil)
 	local := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 9), Port: 443}
-	conns := make([]*gatedConn, 4)
+	conns := make([]*gatedConn, 5)
 	for i := range conns {
-		g.accepted(&addrConn{local: local, remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1000 + i}})
-		conns[i] = g.byAddrs[addrsOf(local, &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1000 + i})]
+		remote := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1000 + i}
+		g.accepted(&addrConn{local: local, remote: remote})
+		conns[i] = g.byAddrs[addrsOf(local, remote)]
 	}
 	// Oldest first: one being authenticated, one in its handshake (no call
-	// yet) among the older half, one with a health watch, and the newest,
-	// in its handshake.
-	conns[0].calls.Store(1)
-	conns[0].authenticating.Store(1)
-	conns[2].calls.Store(1)
+	// yet) among the older half, one being authenticated, one with a health
+	// watch, and the newest, in its handshake.
+	for _, i := range []int{0, 2} {
+		conns[i].calls.Store(1)
+		g.countOn(conns[i])
+	}
+	conns[3].calls.Store(1)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, want := range []int{1, 2, 3} {
+	for _, want := range []int{1, 3, 0, 2} {
 		if got := g.toEvict(); got != conns[want] {
 			t.Fatalf("evicted %s, want connection %d", got.addrs, want)
 		}
 		g.closeLocked(conns[want], "test")
 	}
-	if got := g.toEvict(); got != conns[0] {
-		t.Fatalf("evicted %s, want the one being authenticated, the last", got.addrs)
+}
+
+// A call's count of authentication ends once, however often it is ended.
+func TestAnAuthenticationIsCountedOnce(t *testing.T) {
+	g := newConnGate(Defaults("127.0.0.1:0", ""), nil)
+	gc := &gatedConn{}
+	done := g.countOn(gc)
+	g.countOn(gc)
+	done()
+	done()
+	if n := gc.authenticating.Load(); n != 1 {
+		t.Errorf("%d calls being authenticated, want 1", n)
 	}
 }

@@ -199,16 +199,33 @@ func TestAFloodOfConnectionsSparesACallBeingAuthenticated(t *testing.T) {
 // is being authenticated meanwhile, however long that takes: from another
 // host, since unidentified connections are shared fairly by host; from the
 // same host, since a connection whose call is being authenticated is
-// closed last.
+// closed last, a unary call's or a stream's (whose credentials are
+// reviewed before admission sees it).
 func TestAFloodOfWatchesSparesACallBeingAuthenticated(t *testing.T) {
-	for _, from := range []struct {
+	unary := func(conn *grpc.ClientConn) error { return validateOn(conn, "alice") }
+	stream := func(conn *grpc.ClientConn) error {
+		s, err := jobplanev1.NewPlannerServiceClient(conn).StreamPlanSync(bearer("alice-token"))
+		if err == nil {
+			_, err = s.Recv()
+		}
+		if status.Code(err) == codes.Unimplemented { // admitted: answering has no streams
+			return nil
+		}
+		return err
+	}
+	for _, c := range []struct {
 		name string
 		ip   net.IP
-	}{{"another host", net.IPv4(127, 0, 0, 2)}, {"the same host", net.IPv4(127, 0, 0, 1)}} {
-		t.Run(from.name, func(t *testing.T) {
-			srv := floodedWhileAuthenticating(t, from.ip)
-			if err := validateOn(newConn(t, srv), "alice"); err != nil {
-				t.Fatalf("a call authenticated during a flood from %s: %v", from.name, err)
+		call func(*grpc.ClientConn) error
+	}{
+		{"another host", net.IPv4(127, 0, 0, 2), unary},
+		{"the same host", net.IPv4(127, 0, 0, 1), unary},
+		{"the same host, a stream", net.IPv4(127, 0, 0, 1), stream},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := floodedWhileAuthenticating(t, c.ip)
+			if err := c.call(newConn(t, srv)); err != nil {
+				t.Fatalf("a call authenticated during a flood from %s: %v", c.name, err)
 			}
 			if evicted := connMetric(t, srv, "jobplane_connections_closed_total", "reason", "unidentified_evicted"); evicted < 2*floodBound {
 				t.Fatalf("%v connections evicted during the 500 ms call: the flood was too slow to show anything", evicted)

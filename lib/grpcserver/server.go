@@ -258,6 +258,9 @@ func (s *Server) interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamSer
 			selector.StreamServerInterceptor(logging.StreamServerInterceptor(logger, logOpts...), notHealth)},
 		{"mask-internal", mask.unary(), mask.stream()},
 		{"recovery", recovery.UnaryServerInterceptor(recoveryOpt), recovery.StreamServerInterceptor(recoveryOpt)},
+		// A unary call is counted by admission, which identifies it before
+		// the interceptors run.
+		{"authenticating", passUnary, selector.StreamServerInterceptor(s.conns.countAuthentication, needsAuth)},
 		{"auth",
 			selector.UnaryServerInterceptor(s.auth.Unary(), needsAuth),
 			selector.StreamServerInterceptor(s.auth.Stream(), needsAuth)},
@@ -269,6 +272,10 @@ func (s *Server) interceptors() ([]grpc.UnaryServerInterceptor, []grpc.StreamSer
 		stream = append(stream, i.stream)
 	}
 	return unary, stream
+}
+
+func passUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return handler(ctx, req)
 }
 
 // openServices are the chassis' own services, served to anyone.

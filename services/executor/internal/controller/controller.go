@@ -77,8 +77,9 @@ type SnapshotPlanner interface {
 // Config is what a Controller is built from.
 type Config struct {
 	Client kubernetes.Interface
-	// PodWrites writes the pods; nil: Client's. The executor's reads only
-	// the metadata of the pods the API server answers (podwrites).
+	// PodWrites creates, patches and deletes the pods; nil: Client's. The
+	// executor's answers only the metadata of a pod (podwrites): nothing
+	// else is done with it.
 	PodWrites typedcorev1.PodsGetter
 	Informers informers.SharedInformerFactory
 	Planner   Planner

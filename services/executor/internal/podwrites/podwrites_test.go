@@ -2,14 +2,18 @@ package podwrites
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 )
 
 // recordedPod is a pod of a real cluster as the API server answers it,
@@ -78,17 +82,42 @@ func TestAWrittenPodDecodesToItsMetadata(t *testing.T) {
 	}
 }
 
-// Anything but a pod in protobuf is decoded whole: a Status (the answer of
-// a refused write), a pod in JSON, a Job.
+// Anything but a pod in protobuf is decoded as the stock decoder does: a
+// Status (the answer of a refused write), a Status decoded into a pod, a
+// Job, a pod whose envelope says it is encoded, a pod in JSON.
 func TestAnythingElseDecodesWhole(t *testing.T) {
 	whole, metadataOnly := serializers(t)
 	status := &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonConflict, Code: 409, Message: "the object has been modified"}
-	got := &metav1.Status{}
-	if _, _, err := metadataOnly.Decode(encode(t, whole, status), nil, got); err != nil || got.Reason != status.Reason || got.Message != status.Message {
-		t.Errorf("a Status decoded to %+v, %v", got, err)
+	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: metav1.ObjectMeta{Name: "job", Labels: map[string]string{"a": "b"}},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](3)}}
+	pod := recordedPod(t)
+	encodedPod := encode(t, whole, pod)
+	envelope := runtime.Unknown{}
+	if err := envelope.Unmarshal(encodedPod[len(protobufMagic):]); err != nil {
+		t.Fatal(err)
+	}
+	envelope.ContentEncoding = "gzip"
+	gzipped, err := envelope.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		body []byte
+		into func() runtime.Object
+	}{
+		{"a Status", encode(t, whole, status), func() runtime.Object { return &metav1.Status{} }},
+		{"a Status into a pod", encode(t, whole, status), func() runtime.Object { return &corev1.Pod{} }},
+		{"a Job", encode(t, whole, job), func() runtime.Object { return &batchv1.Job{} }},
+		{"a pod said to be encoded", append(slices.Clone(protobufMagic), gzipped...), func() runtime.Object { return &corev1.Pod{} }},
+	} {
+		want, _, wantErr := whole.Decode(c.body, nil, c.into())
+		got, _, err := metadataOnly.Decode(c.body, nil, c.into())
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s decoded to %+v, %v; the stock decoder's: %+v, %v", c.name, got, err, want, wantErr)
+		}
 	}
 
-	pod := recordedPod(t)
 	jsonBody, err := json.Marshal(pod)
 	if err != nil {
 		t.Fatal(err)
