@@ -204,8 +204,12 @@ func (lc LevelConfig) seatsOf(class string) int {
 func (t *Ticket) Charge(ctx context.Context, n int64) error {
 	cost := n * t.c.cfg.Expansion
 	l := t.level
+	held := t.holding()
 	waited, err := l.bytes.acquire(ctx, t.flow, cost, t.c.cfg.MaxQueueWait)
-	for errors.Is(err, errTimedOut) && t.holding() {
+	for errors.Is(err, errTimedOut) && held {
+		// It waits for its own bytes: on while they are held, and once
+		// more for them if they were given back during the last wait.
+		held = t.holding()
 		var more time.Duration
 		more, err = l.bytes.acquire(ctx, t.flow, cost, t.c.cfg.MaxQueueWait)
 		waited += more

@@ -570,3 +570,31 @@ func TestTheClassAndLevelWaitsShareTheQueueWait(t *testing.T) {
 		t.Errorf("waited %s for the class then the level, want at most about the queue wait %s", waited, queueWait)
 	}
 }
+
+// A stream's own held bytes given back just as one of its waits ends are
+// its: the charge waits once more for them rather than fail, whatever the
+// timing (the held bytes come back at random points around the queue
+// waits' ends).
+func TestAStreamGetsItsOwnHeldBytesGivenBackAtAnyTime(t *testing.T) {
+	c := testController(10, 1000)
+	c.cfg.MaxQueueWait = time.Millisecond
+	ctx := context.Background()
+	s, err := c.OpenStream(System, "executor", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 300 {
+		if err := s.Charge(ctx, 200); err != nil { // 800 of 1000
+			t.Fatal(err)
+		}
+		release := s.Hold()
+		s.Uncharge()
+		time.AfterFunc(time.Duration(1000+r.IntN(2000))*time.Microsecond, release)
+		if err := s.Charge(ctx, 100); err != nil { // 400: waits for the 800
+			t.Fatalf("charge %d, its stream's own held given back meanwhile: %v", i, err)
+		}
+		s.Uncharge()
+	}
+}
