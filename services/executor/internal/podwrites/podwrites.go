@@ -9,14 +9,13 @@ import (
 	"fmt"
 	"slices"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // NewClient is a core/v1 client of cfg whose pods, as answered in
@@ -25,7 +24,8 @@ import (
 // decoded whole.
 func NewClient(cfg *rest.Config) (corev1client.PodsGetter, error) {
 	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &corev1.SchemeGroupVersion
+	gv := corev1.SchemeGroupVersion
+	c.GroupVersion = &gv
 	c.APIPath = "/api"
 	c.NegotiatedSerializer = newMetadataOfPods(scheme.Codecs.WithoutConversion())
 	if c.UserAgent == "" {
