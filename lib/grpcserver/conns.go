@@ -200,6 +200,9 @@ func (g *connGate) toEvict() *gatedConn {
 		case calls > 0 && gc.authenticating.Load() == 0 && unauthenticated == nil:
 			unauthenticated = gc
 		}
+		if unauthenticated != nil && looked >= max(1, most/2) {
+			break // nothing after it comes first
+		}
 	}
 	return cmp.Or(unauthenticated, oldest)
 }
