@@ -17,8 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	"github.com/jobplane/jobplane/lib/plan"
 )
 
 // Finalizer is the pod tracking finalizer of the state (the reference's).
@@ -37,11 +35,6 @@ const JobUID = types.UID("5c0b1e2a-0000-4000-8000-000000000001")
 type State struct {
 	Job  *batchv1.Job
 	Pods []*corev1.Pod
-}
-
-// Snapshot is the executor's snapshot of the state.
-func (s State) Snapshot() *plan.Snapshot {
-	return &plan.Snapshot{Job: s.Job, Pods: s.Pods, Now: Now, Finalizer: Finalizer}
 }
 
 // kind of pod i: 60% running and ready, 10% pending, 20% succeeded and

@@ -27,6 +27,11 @@ func scaledRequest(_ testing.TB, n, changes int) *jobplanev1.PlanSyncRequest {
 	return plan.NewRequest(s.Job, s.Pods, plan.State{}, scalestate.Now, scalestate.Finalizer)
 }
 
+// snapshotOf is the executor's snapshot of a scalestate state.
+func snapshotOf(s scalestate.State) *plan.Snapshot {
+	return &plan.Snapshot{Job: s.Job, Pods: s.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}
+}
+
 // wire is the encoded request, or the benchmark's end.
 func wire(w *plan.WireRequest, err error) *plan.WireRequest {
 	if err != nil {
@@ -84,7 +89,7 @@ func BenchmarkScale(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer func() { _ = stream.CloseSend() }()
-				states := []*plan.Snapshot{changed.Snapshot(), base.Snapshot()}
+				states := []*plan.Snapshot{snapshotOf(changed), snapshotOf(base)}
 				var sent *plan.Sent
 				next := 0
 				call := func(msg *plan.WireRequest) (*jobplanev1.SyncPlan, int) {

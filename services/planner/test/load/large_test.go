@@ -35,20 +35,20 @@ func TestAJobLargerThanOneRequestIsPlannedWithinTheMemoryLimit(t *testing.T) {
 	planner, stream, limit := deployedPlanner(t)
 
 	large := scalestate.New(40_000)
-	snap := large.Snapshot()
+	snap := &plan.Snapshot{Job: large.Job, Pods: large.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}
 	parts, sent := sendInParts(t, stream, snap, nil, "1", limit)
 	if parts < 2 {
 		t.Fatalf("a 40,000-pod snapshot sent in %d part(s) at a planner taking %d bytes", parts, limit)
 	}
 	changed, _ := scalestate.Changed(large, 400)
-	if next, _ := sendInParts(t, stream, changed.Snapshot(), sent, "2", limit); next != 1 {
+	if next, _ := sendInParts(t, stream, &plan.Snapshot{Job: changed.Job, Pods: changed.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}, sent, "2", limit); next != 1 {
 		t.Fatalf("the next sync, 1%% of the pods changed, sent in %d parts", next)
 	}
 
 	// A small Job's sync sent right behind the large Job's full snapshot
 	// is answered first: the planner plans different Jobs at once.
 	small := otherJob(scalestate.New(100))
-	smallReq, err := small.Snapshot().WireRequest("small")
+	smallReq, err := (&plan.Snapshot{Job: small.Job, Pods: small.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).WireRequest("small")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestAJobLargerThanOneRequestIsPlannedWithinTheMemoryLimit(t *testing.T) {
 	}
 
 	huge := scalestate.New(60_000)
-	w, err := huge.Snapshot().WireRequest("3")
+	w, err := (&plan.Snapshot{Job: huge.Job, Pods: huge.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).WireRequest("3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +186,8 @@ func BenchmarkASmallJobBehindALargeOne(b *testing.B) {
 	_, stream, limit := deployedPlanner(b)
 	large, small := scalestate.New(40_000), otherJob(scalestate.New(100))
 	changed, _ := scalestate.Changed(large, 400)
-	states := []*plan.Snapshot{changed.Snapshot(), large.Snapshot()}
-	smallReq := wire(small.Snapshot().WireRequest("small"))
+	states := []*plan.Snapshot{snapshotOf(changed), snapshotOf(large)}
+	smallReq := wire(snapshotOf(small).WireRequest("small"))
 	next := 0
 	// send sends the large Job's snapshot, in full (sent nil) or as a
 	// delta against sent, in parts if it must be, then the small Job's
@@ -247,6 +247,11 @@ func BenchmarkASmallJobBehindALargeOne(b *testing.B) {
 	b.ReportMetric(float64(behindDelta.Microseconds())/1000/n, "behind-delta-ms")
 	b.ReportMetric(float64(behindFull.Microseconds())/1000/n, "behind-full-ms")
 	b.ReportMetric(float64(behindQuarters.Microseconds())/1000/n, "behind-full-quarters-ms")
+}
+
+// snapshotOf is the executor's snapshot of a scalestate state.
+func snapshotOf(s scalestate.State) *plan.Snapshot {
+	return &plan.Snapshot{Job: s.Job, Pods: s.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}
 }
 
 // wire is the encoded request, or the benchmark's end.

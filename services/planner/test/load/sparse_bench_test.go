@@ -24,7 +24,7 @@ func BenchmarkSparseSmallSyncs(b *testing.B) {
 	var requests []*plan.WireRequest
 	for i := range 50 {
 		s := withJobUID(scalestate.New(4), fmt.Sprintf("small-%d", i))
-		requests = append(requests, wire(s.Snapshot().WireRequest(fmt.Sprint(i))))
+		requests = append(requests, wire(snapshotOf(s).WireRequest(fmt.Sprint(i))))
 	}
 	sync := func(i int) time.Duration {
 		start := time.Now()
