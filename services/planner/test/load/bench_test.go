@@ -25,7 +25,6 @@ import (
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/lib/kubetest"
-	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/lib/retryinfo"
 	"github.com/jobplane/jobplane/services/planner/scalestate"
 )
@@ -55,7 +54,7 @@ import (
 func BenchmarkFlood(b *testing.B) {
 	bin := kubetest.BuildBinary(b, "./services/planner/cmd/planner")
 	small := scalestate.New(100)
-	smallReq := (&plan.Snapshot{Job: small.Job, Pods: small.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request()
+	smallReq := snapshotOf(small).Request()
 	for _, concurrency := range []int{0, 1, 16, 128, 512} {
 		b.Run(fmt.Sprintf("concurrency=%d", concurrency), func(b *testing.B) {
 			for range b.N {
@@ -141,7 +140,7 @@ type floodCounts struct{ Served, Shed, Other int64 }
 func flood(target floodTarget, logf func(string, ...any)) (floodCounts, error) {
 	state := scalestate.New(jobPods)
 	big, err := proto.MarshalOptions{Deterministic: true}.Marshal(
-		(&plan.Snapshot{Job: state.Job, Pods: state.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request())
+		snapshotOf(state).Request())
 	if err != nil {
 		return floodCounts{}, err
 	}

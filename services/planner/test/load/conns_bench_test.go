@@ -17,7 +17,6 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/kubetest"
-	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/planner/scalestate"
 )
 
@@ -103,7 +102,7 @@ func planOnce(addr string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	state := scalestate.New(10)
-	req := (&plan.Snapshot{Job: state.Job, Pods: state.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request()
+	req := snapshotOf(state).Request()
 	_, err = jobplanev1.NewPlannerServiceClient(conn).PlanSync(ctx, req)
 	return err
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/lib/kubetest"
-	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/planner/scalestate"
 )
 
@@ -53,7 +52,7 @@ func TestPlannerMemoryStaysWithinItsLimitUnderAFlood(t *testing.T) {
 	}
 	defer conn.Close()
 	state := scalestate.New(jobPods)
-	req := (&plan.Snapshot{Job: state.Job, Pods: state.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request()
+	req := snapshotOf(state).Request()
 	api := jobplanev1.NewPlannerServiceClient(conn)
 
 	var mu sync.Mutex
@@ -103,12 +102,12 @@ func TestTheExecutorsPlansAreServedThroughAFlood(t *testing.T) {
 	// other test binaries) starve this process's own executor calls, which
 	// would then measure the client, not the planner's priority levels.
 	big, err := proto.MarshalOptions{Deterministic: true}.Marshal(
-		(&plan.Snapshot{Job: state.Job, Pods: state.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request())
+		snapshotOf(state).Request())
 	if err != nil {
 		t.Fatal(err)
 	}
 	small := scalestate.New(100)
-	smallReq := (&plan.Snapshot{Job: small.Job, Pods: small.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).Request()
+	smallReq := snapshotOf(small).Request()
 
 	var flooded atomic.Int32
 	var wg sync.WaitGroup

@@ -35,20 +35,20 @@ func TestAJobLargerThanOneRequestIsPlannedWithinTheMemoryLimit(t *testing.T) {
 	planner, stream, limit := deployedPlanner(t)
 
 	large := scalestate.New(40_000)
-	snap := &plan.Snapshot{Job: large.Job, Pods: large.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}
+	snap := snapshotOf(large)
 	parts, sent := sendInParts(t, stream, snap, nil, "1", limit)
 	if parts < 2 {
 		t.Fatalf("a 40,000-pod snapshot sent in %d part(s) at a planner taking %d bytes", parts, limit)
 	}
 	changed, _ := scalestate.Changed(large, 400)
-	if next, _ := sendInParts(t, stream, &plan.Snapshot{Job: changed.Job, Pods: changed.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}, sent, "2", limit); next != 1 {
+	if next, _ := sendInParts(t, stream, snapshotOf(changed), sent, "2", limit); next != 1 {
 		t.Fatalf("the next sync, 1%% of the pods changed, sent in %d parts", next)
 	}
 
 	// A small Job's sync sent right behind the large Job's full snapshot
 	// is answered first: the planner plans different Jobs at once.
 	small := otherJob(scalestate.New(100))
-	smallReq, err := (&plan.Snapshot{Job: small.Job, Pods: small.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).WireRequest("small")
+	smallReq, err := snapshotOf(small).WireRequest("small")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestAJobLargerThanOneRequestIsPlannedWithinTheMemoryLimit(t *testing.T) {
 	}
 
 	huge := scalestate.New(60_000)
-	w, err := (&plan.Snapshot{Job: huge.Job, Pods: huge.Pods, Now: scalestate.Now, Finalizer: scalestate.Finalizer}).WireRequest("3")
+	w, err := snapshotOf(huge).WireRequest("3")
 	if err != nil {
 		t.Fatal(err)
 	}
