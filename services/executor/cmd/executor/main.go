@@ -23,6 +23,8 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/auth"
+	"github.com/jobplane/jobplane/lib/fairlimit"
+	"github.com/jobplane/jobplane/lib/fairorder"
 	"github.com/jobplane/jobplane/lib/featuregates"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/leader"
@@ -30,7 +32,6 @@ import (
 	"github.com/jobplane/jobplane/lib/retryinfo"
 	"github.com/jobplane/jobplane/services/executor/internal/controller"
 	"github.com/jobplane/jobplane/services/executor/internal/dropin"
-	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 	"github.com/jobplane/jobplane/services/executor/internal/gang"
 	"github.com/jobplane/jobplane/services/executor/internal/plannerclient"
@@ -49,7 +50,7 @@ type config struct {
 	workers          int
 	qps              float64
 	burst            int
-	namespaceWeights fairqueue.Weights
+	namespaceWeights fairorder.Weights
 	// weightAnnotations says whether namespaces' annotations set weights.
 	weightAnnotations bool
 	lease             leader.Flags
@@ -282,7 +283,7 @@ func plannerConn(cfg config) (*grpc.ClientConn, error) {
 
 // configureClient sets the executor's identity and API budget on restCfg. No
 // client timeout: it would cut the informers' watches too.
-func configureClient(restCfg *rest.Config, cfg config, shares fairqueue.Shares) {
+func configureClient(restCfg *rest.Config, cfg config, shares fairorder.Shares) {
 	restCfg.UserAgent = "jobplane-executor"
 	// Built-in types only: protobuf, as kube-controller-manager talks, is
 	// cheaper to decode and encode than JSON.

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/kubemetrics"
-	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 )
 
 // jobRequestCounts counts the executor's API requests by verb and resource, and

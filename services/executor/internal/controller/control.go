@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
+	"github.com/jobplane/jobplane/lib/fairlimit"
 )
 
 // podControl is the executor's writes of pods, as the reference's

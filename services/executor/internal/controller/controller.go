@@ -39,12 +39,13 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/fairlimit"
+	"github.com/jobplane/jobplane/lib/fairorder"
 	"github.com/jobplane/jobplane/lib/featuregates"
 	"github.com/jobplane/jobplane/lib/keyedmutex"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/dropin"
-	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 	"github.com/jobplane/jobplane/services/executor/internal/gang"
 	"github.com/jobplane/jobplane/services/executor/internal/jobstate"
@@ -101,7 +102,7 @@ type Config struct {
 	Metrics   *Metrics
 	// NamespaceWeights are the namespaces' shares of the workers' turns;
 	// nil: all equal.
-	NamespaceWeights fairqueue.Shares
+	NamespaceWeights fairorder.Shares
 }
 
 // Controller runs jobplane's Jobs.

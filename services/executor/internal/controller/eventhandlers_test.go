@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/jobplane/jobplane/lib/fairorder"
 	"github.com/jobplane/jobplane/lib/plan"
-	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 )
 
 // TestEnqueueRules pins the reference's event handlers: which events sync
@@ -410,7 +410,7 @@ func TestWorkersTakeJobsByNamespaceInTurn(t *testing.T) {
 	c, err := New(Config{
 		Client: client, Informers: informers.NewSharedInformerFactory(client, 0),
 		ManagedBy: testManagedBy, Finalizer: testFinalizer, Log: slog.New(slog.DiscardHandler),
-		NamespaceWeights: fairqueue.Weights{"busy": 2},
+		NamespaceWeights: fairorder.Weights{"busy": 2},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -432,7 +432,7 @@ func TestWorkersTakeJobsByNamespaceInTurn(t *testing.T) {
 	for range 9 {
 		key, _ := c.queue.Get()
 		c.queue.Done(key)
-		turns = append(turns, fairqueue.NamespaceOf(key))
+		turns = append(turns, fairorder.NamespaceOf(key))
 	}
 	if got, want := strings.Join(turns, " "), "busy quiet busy quiet busy busy quiet busy busy"; got != want {
 		t.Errorf("turns by namespace:\n got %s\nwant %s", got, want)

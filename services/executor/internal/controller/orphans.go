@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
-	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
+	"github.com/jobplane/jobplane/lib/fairlimit"
 )
 
 // orphanKey names one pod, "namespace/name", or every pod of a namespace

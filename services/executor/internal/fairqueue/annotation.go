@@ -1,15 +1,15 @@
 package fairqueue
 
 import (
-	"fmt"
 	"log/slog"
 	"maps"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/jobplane/jobplane/lib/fairorder"
 )
 
 // WeightAnnotation on a Namespace is its weight, an integer from 1 to
@@ -22,7 +22,7 @@ const WeightAnnotation = "executor.jobplane.dev/weight"
 // the namespaces through an informer; Of is a map read, for it is asked at
 // every turn of the queue and of the API budget.
 type NamespaceShares struct {
-	configured Weights
+	configured fairorder.Weights
 	log        *slog.Logger
 	// annotated holds the valid annotations, replaced whole on a change
 	// (namespaces change rarely; turns are many).
@@ -34,7 +34,7 @@ type NamespaceShares struct {
 
 // NewNamespaceShares returns the shares of the configured weights, until
 // Watch sees the namespaces' annotations.
-func NewNamespaceShares(configured Weights, log *slog.Logger) *NamespaceShares {
+func NewNamespaceShares(configured fairorder.Weights, log *slog.Logger) *NamespaceShares {
 	s := &NamespaceShares{configured: configured, log: log}
 	s.annotated.Store(&map[string]int{})
 	return s
@@ -82,7 +82,7 @@ func (s *NamespaceShares) set(obj any) {
 		s.replace(ns.Name, 0)
 		return
 	}
-	weight, err := ParseWeight(value)
+	weight, err := fairorder.ParseWeight(value)
 	if err != nil {
 		// An invalid weight is as none: the namespace keeps its
 		// configured one, and the administrator learns why.
@@ -113,13 +113,4 @@ func (s *NamespaceShares) replace(ns string, weight int) bool {
 	s.annotated.Store(&next)
 	s.version.Add(1)
 	return true
-}
-
-// ParseWeight reads a weight: an integer from 1 to MaxWeight.
-func ParseWeight(value string) (int, error) {
-	n, err := strconv.Atoi(value)
-	if err != nil || n < 1 || n > MaxWeight {
-		return 0, fmt.Errorf("weight must be an integer from 1 to %d, not %q", MaxWeight, value)
-	}
-	return n, nil
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/jobplane/jobplane/lib/fairorder"
 )
 
 func namespaceWith(name string, annotations map[string]string) *corev1.Namespace {
@@ -21,7 +23,7 @@ func namespaceWith(name string, annotations map[string]string) *corev1.Namespace
 // A namespace's valid annotation is its weight, over the flag's; an invalid
 // one, a removed one or a deleted namespace leaves the flag's (or 1).
 func TestNamespaceSharesFollowTheAnnotation(t *testing.T) {
-	s := NewNamespaceShares(Weights{"flagged": 3, "both": 2}, slog.New(slog.DiscardHandler))
+	s := NewNamespaceShares(fairorder.Weights{"flagged": 3, "both": 2}, slog.New(slog.DiscardHandler))
 	s.set(namespaceWith("annotated", map[string]string{WeightAnnotation: "7"}))
 	s.set(namespaceWith("both", map[string]string{WeightAnnotation: "5"}))
 	s.set(namespaceWith("flagged", nil))
@@ -93,7 +95,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // A weight changed while its namespace has work applies from its next turn.
 func TestAChangedWeightAppliesFromTheNextTurn(t *testing.T) {
 	s := NewNamespaceShares(nil, slog.New(slog.DiscardHandler))
-	o := NewOrder(s)
+	o := fairorder.NewOrder(s)
 	for i := range 12 {
 		o.Push(fmt.Sprintf("a/%d", i))
 		o.Push(fmt.Sprintf("b/%d", i))
@@ -101,7 +103,7 @@ func TestAChangedWeightAppliesFromTheNextTurn(t *testing.T) {
 	turns := func(n int) string {
 		var ns []string
 		for range n {
-			ns = append(ns, NamespaceOf(o.Pop()))
+			ns = append(ns, fairorder.NamespaceOf(o.Pop()))
 		}
 		return strings.Join(ns, "")
 	}

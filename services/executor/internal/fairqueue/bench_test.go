@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/jobplane/jobplane/lib/fairorder"
 )
 
 // BenchmarkQueue compares the fair queue with client-go's plain one, both as
@@ -20,7 +22,7 @@ import (
 func BenchmarkQueue(b *testing.B) {
 	const namespaces, jobsPerNamespace = 1000, 10
 	keys := make([]string, 0, namespaces*jobsPerNamespace)
-	weighted := Weights{}
+	weighted := fairorder.Weights{}
 	for j := range jobsPerNamespace {
 		for ns := range namespaces {
 			keys = append(keys, fmt.Sprintf("ns-%d/job-%d", ns, j))
@@ -35,7 +37,7 @@ func BenchmarkQueue(b *testing.B) {
 			return workqueue.NewTypedRateLimitingQueueWithConfig(newRateLimiter(), workqueue.TypedRateLimitingQueueConfig[string]{})
 		}},
 		{name: "fairqueue", new: func() workqueue.TypedRateLimitingInterface[string] {
-			return New(newRateLimiter(), Config{Weights: Weights{"ns-1": 4, "ns-2": 2}})
+			return New(newRateLimiter(), Config{Weights: fairorder.Weights{"ns-1": 4, "ns-2": 2}})
 		}},
 		// Every namespace weighted 1 to 10: passes spread over many buckets.
 		{name: "fairqueue-weighted", new: func() workqueue.TypedRateLimitingInterface[string] {

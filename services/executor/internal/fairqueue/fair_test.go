@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/jobplane/jobplane/lib/fairorder"
 )
 
 // keys are n keys of namespace ns: ns/job-0 … ns/job-(n-1).
@@ -37,7 +39,7 @@ func takeTurns(t *testing.T, q workqueue.TypedInterface[string], n int) []string
 func turnsOf(keys []string) map[string]int {
 	n := map[string]int{}
 	for _, k := range keys {
-		n[NamespaceOf(k)]++
+		n[fairorder.NamespaceOf(k)]++
 	}
 	return n
 }
@@ -45,7 +47,7 @@ func turnsOf(keys []string) map[string]int {
 func TestFairnessBetweenNamespaces(t *testing.T) {
 	cases := []struct {
 		name    string
-		weights Weights
+		weights fairorder.Weights
 		run     func(t *testing.T, q workqueue.TypedRateLimitingInterface[string])
 	}{
 		{name: "QuietNamespaceWaitsOneTurnBehindABurst", run: func(t *testing.T, q workqueue.TypedRateLimitingInterface[string]) {
@@ -79,7 +81,7 @@ func TestFairnessBetweenNamespaces(t *testing.T) {
 				if i == 0 {
 					q.Add("b/job-0")
 				}
-				if NamespaceOf(key) == "a" {
+				if fairorder.NamespaceOf(key) == "a" {
 					q.Add(key) // its pods' events requeue it while it syncs
 				}
 				q.Done(key)
@@ -109,12 +111,12 @@ func TestFairnessBetweenNamespaces(t *testing.T) {
 			}
 			got := takeTurns(t, q, 30)
 			for i, k := range got {
-				if want := []string{"a", "b", "c"}[i%3]; NamespaceOf(k) != want {
-					t.Fatalf("turns %v: turn %d is %s's, want %s's", got, i, NamespaceOf(k), want)
+				if want := []string{"a", "b", "c"}[i%3]; fairorder.NamespaceOf(k) != want {
+					t.Fatalf("turns %v: turn %d is %s's, want %s's", got, i, fairorder.NamespaceOf(k), want)
 				}
 			}
 		}},
-		{name: "WeightsShareTheTurns", weights: Weights{"a": 3, "c": 2}, run: func(t *testing.T, q workqueue.TypedRateLimitingInterface[string]) {
+		{name: "WeightsShareTheTurns", weights: fairorder.Weights{"a": 3, "c": 2}, run: func(t *testing.T, q workqueue.TypedRateLimitingInterface[string]) {
 			for _, ns := range []string{"a", "b", "c"} {
 				for _, k := range keys(ns, 600) {
 					q.Add(k)
@@ -168,7 +170,7 @@ func TestNoNamespaceWaitsMoreThanItsShareOfTurns(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0))
 			namespaces := make([]string, 2+rng.IntN(6))
 			jobs := map[string]int{}
-			weights := Weights{}
+			weights := fairorder.Weights{}
 			for i := range namespaces {
 				ns := fmt.Sprintf("ns%d", i)
 				namespaces[i], jobs[ns] = ns, 1+rng.IntN(8)
@@ -207,7 +209,7 @@ func TestNoNamespaceWaitsMoreThanItsShareOfTurns(t *testing.T) {
 // model is client-go's queue (dirty and processing sets, FIFO of queued
 // keys) with the turns each namespace waited.
 type model struct {
-	weights    Weights
+	weights    fairorder.Weights
 	dirty      map[string]bool
 	processing map[string]bool
 	fifo       map[string][]string
@@ -216,7 +218,7 @@ type model struct {
 	waited map[string]map[string]int
 }
 
-func newModel(namespaces []string, weights Weights) *model {
+func newModel(namespaces []string, weights fairorder.Weights) *model {
 	m := &model{weights: weights, dirty: map[string]bool{}, processing: map[string]bool{},
 		fifo: map[string][]string{}, waited: map[string]map[string]int{}}
 	for _, ns := range namespaces {
@@ -226,7 +228,7 @@ func newModel(namespaces []string, weights Weights) *model {
 }
 
 func (m *model) push(key string) {
-	ns := NamespaceOf(key)
+	ns := fairorder.NamespaceOf(key)
 	if len(m.fifo[ns]) == 0 {
 		clear(m.waited[ns])
 	}
@@ -244,7 +246,7 @@ func (m *model) add(key string) {
 }
 
 func (m *model) get(key string) error {
-	y := NamespaceOf(key)
+	y := fairorder.NamespaceOf(key)
 	if m.processing[key] {
 		return fmt.Errorf("Get = %s, which is being processed", key)
 	}

@@ -13,31 +13,15 @@
 // AddRateLimited, Forget, NumRequeues, ShutDown and ShutDownWithDrain behave
 // exactly as in client-go: the same code runs them.
 //
-// The order is start-time fair queuing (Goyal, Vin and Cheng, SIGCOMM 1996)
-// with every turn the same size, as stride scheduling: each namespace with
-// queued keys has a pass, the virtual time of its next turn; Get serves the
-// namespace of the lowest pass (at equal passes, the one whose pass was set
-// first), hands out its oldest key and advances its pass by 1/weight. The
-// virtual time is the pass of the last turn served; a namespace that had
-// nothing queued comes back at that time, or at its own pass if that is
-// later, so idling banks no turns and costs none. Every namespace with queued
-// keys then has a pass within [virtual time, virtual time + 1/weight].
-// Namespaces at one pass wait in one bucket, first come first served: with
-// equal weights there are at most two buckets and a turn does no heap work.
-//
-// Fairness bound: while namespace x has keys queued, another namespace y gets
-// at most floor(w_y/w_x) + 1 turns before x's next one: from x's last turn
-// (or from when x had keys again) to its next, x's pass moves by at most
-// 1/w_x, and every turn y gets in between is at a pass of y inside that
-// window, 1/w_y apart. The bound is reached (weights 1 and 6: seven turns).
-// With equal weights it is one turn, round robin: at equal passes the
-// namespace whose pass was set first goes first. The API budget's limiter
-// (fairlimit) takes its turns from the same Order.
+// The order is fairorder.Order's (see there for its fairness bound); the
+// API budget's limiter (fairlimit) takes its turns from the same order.
 package fairqueue
 
 import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/jobplane/jobplane/lib/fairorder"
 )
 
 // Config is what a queue is built from.
@@ -51,7 +35,7 @@ type Config struct {
 	// Clock drives delays; nil is the real clock.
 	Clock clock.WithTicker
 	// Weights are the namespaces' shares of turns; nil: all equal.
-	Weights Shares
+	Weights fairorder.Shares
 }
 
 // New returns a rate-limiting work queue of "namespace/name" keys, fair
@@ -62,7 +46,7 @@ func New(rateLimiter workqueue.TypedRateLimiter[string], cfg Config) workqueue.T
 	}
 	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{
 		Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock,
-		Queue: NewOrder(cfg.Weights),
+		Queue: fairorder.NewOrder(cfg.Weights),
 	})
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
 		Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock,

@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/jobplane/jobplane/lib/fairorder"
 )
 
 // The controller's retry backoff.
@@ -246,7 +248,7 @@ func TestQueueSemanticsAreClientGos(t *testing.T) {
 // goroutines (run with -race); no key is held by two workers at once, and
 // every key added is processed after its last Add.
 func TestWorkersNeverHoldOneKeyAtOnce(t *testing.T) {
-	q := New(newRateLimiter(), Config{Weights: Weights{"ns1": 3}})
+	q := New(newRateLimiter(), Config{Weights: fairorder.Weights{"ns1": 3}})
 	var mu sync.Mutex
 	held := map[string]bool{}
 	lastAdd := map[string]int{}

@@ -23,9 +23,9 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/auth"
+	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/jobvalidation"
 	"github.com/jobplane/jobplane/lib/kubeconv"
-	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 )
 
 // Page sizes of ListJobs.

@@ -23,8 +23,8 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/auth"
+	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/kubeconv"
-	"github.com/jobplane/jobplane/services/executor/internal/fairlimit"
 )
 
 var jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}

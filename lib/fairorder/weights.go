@@ -1,4 +1,4 @@
-package fairqueue
+package fairorder
 
 import (
 	"errors"
@@ -79,4 +79,13 @@ func (w *Weights) Set(s string) error {
 	}
 	*w = parsed
 	return nil
+}
+
+// ParseWeight reads a weight: an integer from 1 to MaxWeight.
+func ParseWeight(value string) (int, error) {
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 1 || n > MaxWeight {
+		return 0, fmt.Errorf("weight must be an integer from 1 to %d, not %q", MaxWeight, value)
+	}
+	return n, nil
 }

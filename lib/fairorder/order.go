@@ -1,4 +1,28 @@
-package fairqueue
+// Package fairorder is the order in which keys "namespace/name" are served
+// fairly: between namespaces (tenants) first, then first in first out within
+// a namespace. The executor's work queue (fairqueue) and the fair API budgets
+// (fairlimit) take their turns from it.
+//
+// The order is start-time fair queuing (Goyal, Vin and Cheng, SIGCOMM 1996)
+// with every turn the same size, as stride scheduling: each namespace with
+// queued keys has a pass, the virtual time of its next turn; Get serves the
+// namespace of the lowest pass (at equal passes, the one whose pass was set
+// first), hands out its oldest key and advances its pass by 1/weight. The
+// virtual time is the pass of the last turn served; a namespace that had
+// nothing queued comes back at that time, or at its own pass if that is
+// later, so idling banks no turns and costs none. Every namespace with queued
+// keys then has a pass within [virtual time, virtual time + 1/weight].
+// Namespaces at one pass wait in one bucket, first come first served: with
+// equal weights there are at most two buckets and a turn does no heap work.
+//
+// Fairness bound: while namespace x has keys queued, another namespace y gets
+// at most floor(w_y/w_x) + 1 turns before x's next one: from x's last turn
+// (or from when x had keys again) to its next, x's pass moves by at most
+// 1/w_x, and every turn y gets in between is at a pass of y inside that
+// window, 1/w_y apart. The bound is reached (weights 1 and 6: seven turns).
+// With equal weights it is one turn, round robin: at equal passes the
+// namespace whose pass was set first goes first.
+package fairorder
 
 import (
 	"container/heap"

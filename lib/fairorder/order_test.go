@@ -1,4 +1,4 @@
-package fairqueue
+package fairorder
 
 import (
 	"fmt"

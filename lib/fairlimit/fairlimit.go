@@ -4,7 +4,7 @@
 // served, so a small Job's two calls wait behind a large Job's hundreds of
 // creations and finalizer patches, and a tenant's one Job behind every Job
 // another tenant runs; here the next token goes to the namespace whose turn
-// it is (fairqueue.Order: the work queue's order, with the same weights),
+// it is (fairorder.Order: the executor's work queue's order, with the same weights),
 // and within it to its Jobs with requests waiting in turn. Requests made for
 // no Job (the orphan pods' cleanup, leader election, the informers) share a
 // lane of their own, served as one more namespace. Events have a lane of
@@ -24,7 +24,7 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
+	"github.com/jobplane/jobplane/lib/fairorder"
 )
 
 type keyType struct{}
@@ -78,7 +78,7 @@ type Limiter struct {
 	// lanes holds the waiters of each lane, oldest first; turns is the
 	// order lanes with waiters are served in.
 	lanes map[string][]chan struct{}
-	turns *fairqueue.Order
+	turns *fairorder.Order
 	// events are the waiters of EventsLane, oldest first; sinceEvents
 	// counts the tokens given to other lanes since it was last served.
 	events      []chan struct{}
@@ -93,12 +93,12 @@ var _ flowcontrol.RateLimiter = (*Limiter)(nil)
 // New returns a limiter of qps requests per second with bursts of burst,
 // shared between namespaces by weights, and starts its dispatcher (ended by
 // Stop).
-func New(qps float32, burst int, weights fairqueue.Shares) *Limiter {
+func New(qps float32, burst int, weights fairorder.Shares) *Limiter {
 	l := &Limiter{
 		bucket:  rate.NewLimiter(rate.Limit(qps), burst),
 		qps:     qps,
 		lanes:   map[string][]chan struct{}{},
-		turns:   fairqueue.NewOrder(weights),
+		turns:   fairorder.NewOrder(weights),
 		pending: make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
+	"github.com/jobplane/jobplane/lib/fairorder"
 )
 
 // waiting is how many requests of key wait in its lane.
@@ -234,7 +234,7 @@ func TestWithLaneQueuesWithoutMarkingTheJob(t *testing.T) {
 // burst is taken, and a release that then makes it fast: waiters queued
 // before release are granted in the limiter's order alone, whatever the
 // goroutines' timing.
-func startPaused(t *testing.T, weights fairqueue.Weights) (*Limiter, func()) {
+func startPaused(t *testing.T, weights fairorder.Weights) (*Limiter, func()) {
 	t.Helper()
 	l := New(1, 1, weights)
 	t.Cleanup(l.Stop)
@@ -260,7 +260,7 @@ func TestTokensAreSharedByNamespaceThenByJob(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		weights fairqueue.Weights
+		weights fairorder.Weights
 		// groups queue one after the other.
 		groups [][]waiters
 		check  func(t *testing.T, grants []string)
@@ -279,7 +279,7 @@ func TestTokensAreSharedByNamespaceThenByJob(t *testing.T) {
 		},
 		{
 			name:    "WeightsShareTheTokens",
-			weights: fairqueue.Weights{"a": 3},
+			weights: fairorder.Weights{"a": 3},
 			groups:  [][]waiters{busy("a", 10, 8), {{lane: "b/job-0", count: 40}}},
 			check: func(t *testing.T, grants []string) {
 				first := countNamespaces(grants[:40])
@@ -378,7 +378,7 @@ func positions(grants []string, lane string) []int {
 func countNamespaces(grants []string) map[string]int {
 	n := map[string]int{}
 	for _, k := range grants {
-		n[fairqueue.NamespaceOf(k)]++
+		n[fairorder.NamespaceOf(k)]++
 	}
 	return n
 }
