@@ -17,15 +17,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jobplane/jobplane/lib/apierr"
 )
@@ -327,13 +324,7 @@ func (c *Controller) refuse(l *level, budget string, limit int64, err error) err
 // Exhausted is RESOURCE_EXHAUSTED with a RetryInfo whose delay is jittered
 // around the queue wait, so that shed callers do not return together.
 func Exhausted(msg, reason, levelName string, wait time.Duration) error {
-	delay := wait/2 + rand.N(wait+1)
-	st := status.Convert(apierr.New(codes.ResourceExhausted, reason, map[string]string{"priorityLevel": levelName}, "%s; retry later", msg))
-	withRetry, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)})
-	if err != nil {
-		return st.Err()
-	}
-	return withRetry.Err()
+	return apierr.Exhausted(reason, map[string]string{"priorityLevel": levelName}, wait, "%s; retry later", msg)
 }
 
 type metrics struct {

@@ -5,13 +5,16 @@ package apierr
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -82,6 +85,19 @@ func Prefixed(prefix *field.Path, errs field.ErrorList) field.ErrorList {
 // meta.
 func New(code codes.Code, reason string, meta map[string]string, format string, args ...any) error {
 	return withDetails(code, fmt.Sprintf(format, args...), nil, reason, meta).Err()
+}
+
+// Exhausted is RESOURCE_EXHAUSTED, as New, with a RetryInfo whose delay is
+// jittered around wait (from half to one and a half of it), so that the
+// callers shed together do not come back together.
+func Exhausted(reason string, meta map[string]string, wait time.Duration, format string, args ...any) error {
+	st := status.Convert(New(codes.ResourceExhausted, reason, meta, format, args...))
+	delay := wait/2 + rand.N(wait+1)
+	withRetry, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)})
+	if err != nil {
+		return st.Err()
+	}
+	return withRetry.Err()
 }
 
 func withDetails(code codes.Code, msg string, br *errdetails.BadRequest, reason string, meta map[string]string) *status.Status {

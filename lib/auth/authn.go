@@ -36,10 +36,14 @@ type Authenticator struct {
 	audiences []string
 	anonymous bool
 	ttl       time.Duration
-	cache     *cache.LRUExpireCache // sha256 of a token -> *tokenReview
-	inflight  singleflight.Group
-	log       *slog.Logger
-	now       func() time.Time
+	budget    *ReviewBudget // nil: reviews are not paced here
+	// accepted and refused keep the answers by the sha256 of their token,
+	// apart, so that made-up tokens never push a caller's out.
+	accepted *cache.LRUExpireCache
+	refused  *cache.LRUExpireCache
+	inflight singleflight.Group
+	log      *slog.Logger
+	now      func() time.Time
 }
 
 // tokenReview is the API server's answer about one token.
@@ -48,14 +52,17 @@ type tokenReview struct {
 }
 
 // NewAuthenticator returns an authenticator that reviews tokens with
-// client (nil: tokens are answered UNAVAILABLE).
-func NewAuthenticator(cfg Config, client kubernetes.Interface, log *slog.Logger) *Authenticator {
+// client (nil: tokens are answered UNAVAILABLE), each review within budget
+// (nil: unpaced).
+func NewAuthenticator(cfg Config, client kubernetes.Interface, budget *ReviewBudget, log *slog.Logger) *Authenticator {
 	return &Authenticator{
 		client:    client,
 		audiences: cfg.audiences(),
 		anonymous: cfg.Anonymous,
 		ttl:       cfg.TokenCacheTTL,
-		cache:     cache.NewLRUExpireCache(cfg.TokenCacheSize),
+		budget:    budget,
+		accepted:  cache.NewLRUExpireCache(cfg.TokenCacheSize),
+		refused:   cache.NewLRUExpireCache(cfg.TokenCacheSize),
 		log:       log,
 		now:       time.Now,
 	}
@@ -66,7 +73,7 @@ func NewAuthenticator(cfg Config, client kubernetes.Interface, log *slog.Logger)
 // UNAVAILABLE (the API server could not answer).
 func (a *Authenticator) Authenticate(ctx context.Context) (*Identity, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	return a.authenticate(ctx, peerCertificate(ctx), md.Get("authorization"), "metadata")
+	return a.authenticate(ctx, peerCertificate(ctx), md.Get("authorization"), "metadata", hostOfCall(ctx))
 }
 
 // AuthenticateRequest is Authenticate for an HTTP request: its verified
@@ -76,12 +83,13 @@ func (a *Authenticator) AuthenticateRequest(r *http.Request) (*Identity, error) 
 	if r.TLS != nil {
 		cert = certificateIdentity(r.TLS)
 	}
-	return a.authenticate(r.Context(), cert, r.Header.Values("Authorization"), "header")
+	return a.authenticate(r.Context(), cert, r.Header.Values("Authorization"), "header", hostOfRequest(r))
 }
 
 // authenticate establishes who presents cert (nil: none) and the values of
-// the authorization metadata or header (named by carrier, for the errors).
-func (a *Authenticator) authenticate(ctx context.Context, cert *Identity, authorization []string, carrier string) (*Identity, error) {
+// the authorization metadata or header (named by carrier, for the errors),
+// from host.
+func (a *Authenticator) authenticate(ctx context.Context, cert *Identity, authorization []string, carrier, host string) (*Identity, error) {
 	if cert != nil {
 		return cert, nil
 	}
@@ -90,7 +98,7 @@ func (a *Authenticator) authenticate(ctx context.Context, cert *Identity, author
 		return nil, err
 	}
 	if present {
-		return a.reviewToken(ctx, token)
+		return a.reviewToken(ctx, token, host)
 	}
 	if a.anonymous {
 		return Anonymous(), nil
@@ -158,22 +166,24 @@ func bearerToken(values []string, carrier string) (token string, present bool, e
 }
 
 // reviewToken asks the API server who token is, or reuses its answer. The
-// cache is keyed by the token's hash, never the token; concurrent calls
-// with the same token share one review.
-func (a *Authenticator) reviewToken(ctx context.Context, token string) (*Identity, error) {
+// caches are keyed by the token's hash, never the token; concurrent calls
+// with the same token share one review, which waits for a turn of host's
+// lane of the budget.
+func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*Identity, error) {
 	if a.client == nil {
 		return nil, apierr.New(codes.Unavailable, "NO_KUBERNETES_API", nil,
 			"bearer tokens cannot be checked: this server has no Kubernetes API configured (-kubeconfig)")
 	}
 	sum := sha256.Sum256([]byte(token))
 	key := string(sum[:])
-	if v, ok := a.cache.Get(key); ok {
+	if v, ok := a.accepted.Get(key); ok {
 		return v.(*tokenReview).result()
 	}
-	v, err, _ := a.inflight.Do(key, func() (any, error) {
-		// The review outlives a caller that gives up: others may wait on it.
-		reviewCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
+	if v, ok := a.refused.Get(key); ok {
+		return v.(*tokenReview).result()
+	}
+	wait := func(ctx context.Context) error { return a.budget.waitForHost(ctx, host) }
+	v, err := shareReview(ctx, &a.inflight, key, wait, func(reviewCtx context.Context) (any, error) {
 		review, err := a.client.AuthenticationV1().TokenReviews().Create(reviewCtx, &authenticationv1.TokenReview{
 			Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: a.audiences},
 		}, metav1.CreateOptions{})
@@ -194,11 +204,18 @@ func (a *Authenticator) reviewToken(ctx context.Context, token string) (*Identit
 			a.log.Debug("bearer token refused by the TokenReview API", "error", review.Status.Error)
 		}
 		if ttl := a.cacheTTL(token); ttl > 0 {
-			a.cache.Add(key, r, ttl)
+			if r.id != nil {
+				a.accepted.Add(key, r, ttl)
+			} else {
+				a.refused.Add(key, r, ttl)
+			}
 		}
 		return r, nil
 	})
 	if err != nil {
+		if st := budgetStatus(ctx, err, "TokenReview"); st != nil {
+			return nil, st
+		}
 		a.log.Warn("TokenReview failed", "err", err)
 		return nil, apierr.New(codes.Unavailable, "TOKEN_REVIEW_FAILED", nil,
 			"the bearer token could not be checked: the Kubernetes API did not answer the TokenReview")

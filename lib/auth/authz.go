@@ -78,15 +78,17 @@ type SubjectAccessReviewer struct {
 	ttl      time.Duration
 	cache    *cache.LRUExpireCache // reviewKey -> Decision
 	inflight singleflight.Group
+	budget   *ReviewBudget // nil: reviews are not paced here
 	log      *slog.Logger
 }
 
 var _ Authorizer = (*SubjectAccessReviewer)(nil)
 
 // NewSubjectAccessReviewer returns an authorizer asking the API server
-// through client.
-func NewSubjectAccessReviewer(cfg Config, client kubernetes.Interface, log *slog.Logger) *SubjectAccessReviewer {
-	return &SubjectAccessReviewer{client: client, ttl: cfg.AuthzCacheTTL, cache: cache.NewLRUExpireCache(cfg.AuthzCacheSize), log: log}
+// through client, each review within budget (nil: unpaced) in the lane of
+// the caller's tenant.
+func NewSubjectAccessReviewer(cfg Config, client kubernetes.Interface, budget *ReviewBudget, log *slog.Logger) *SubjectAccessReviewer {
+	return &SubjectAccessReviewer{client: client, ttl: cfg.AuthzCacheTTL, cache: cache.NewLRUExpireCache(cfg.AuthzCacheSize), budget: budget, log: log}
 }
 
 // Authorize implements Authorizer.
@@ -95,9 +97,8 @@ func (r *SubjectAccessReviewer) Authorize(ctx context.Context, id *Identity, a A
 	if v, ok := r.cache.Get(key); ok {
 		return v.(Decision), nil
 	}
-	v, err, _ := r.inflight.Do(key, func() (any, error) {
-		reviewCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
+	wait := func(ctx context.Context) error { return r.budget.waitForTenant(ctx, id.Tenant()) }
+	v, err := shareReview(ctx, &r.inflight, key, wait, func(reviewCtx context.Context) (any, error) {
 		spec := authorizationv1.SubjectAccessReviewSpec{
 			User:   id.User,
 			UID:    id.UID,
@@ -131,6 +132,9 @@ func (r *SubjectAccessReviewer) Authorize(ctx context.Context, id *Identity, a A
 		return d, nil
 	})
 	if err != nil {
+		if st := budgetStatus(ctx, err, "SubjectAccessReview"); st != nil {
+			return Decision{}, st
+		}
 		return Decision{}, err
 	}
 	return v.(Decision), nil

@@ -21,7 +21,8 @@ type Config struct {
 	// TokenCacheTTL bounds how long a TokenReview's answer is reused, and
 	// never past the token's own expiry (flag -authn-cache-ttl).
 	TokenCacheTTL time.Duration
-	// TokenCacheSize bounds how many answers are kept (flag -authn-cache-size).
+	// TokenCacheSize bounds how many answers are kept, accepted and refused
+	// tokens each (flag -authn-cache-size).
 	TokenCacheSize int
 	// AuthzCacheTTL bounds how long a SubjectAccessReview's answer is
 	// reused: a revoked permission is effective within it (flag
@@ -56,7 +57,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Anonymous, "authn-anonymous", c.Anonymous, "callers without credentials are system:anonymous (authorized like anyone); loopback development only")
 	fs.StringVar(&c.Audiences, "authn-audience", c.Audiences, "audiences bearer tokens must be issued for, comma-separated; empty: the API server's")
 	fs.DurationVar(&c.TokenCacheTTL, "authn-cache-ttl", c.TokenCacheTTL, "reuse a TokenReview's answer this long at most (never past the token's expiry)")
-	fs.IntVar(&c.TokenCacheSize, "authn-cache-size", c.TokenCacheSize, "TokenReview answers kept")
+	fs.IntVar(&c.TokenCacheSize, "authn-cache-size", c.TokenCacheSize, "TokenReview answers kept, of accepted and of refused tokens each")
 	fs.DurationVar(&c.AuthzCacheTTL, "authz-cache-ttl", c.AuthzCacheTTL, "reuse a SubjectAccessReview's answer this long at most: a revoked permission is effective within it")
 	fs.IntVar(&c.AuthzCacheSize, "authz-cache-size", c.AuthzCacheSize, "SubjectAccessReview answers kept")
 	fs.BoolVar(&c.AllowUnauthenticatedPureRPCs, "allow-unauthenticated-pure-rpcs", c.AllowUnauthenticatedPureRPCs, "let callers without credentials call the RPCs that need authentication only (PlannerService, PreviewSchedule)")

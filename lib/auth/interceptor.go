@@ -8,6 +8,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/jobplane/jobplane/lib/apierr"
 )
@@ -157,6 +158,9 @@ func (i *Interceptor) authorize(ctx context.Context, method string, rule Rule, r
 	}
 	for _, a := range attrs {
 		d, err := i.authz.Authorize(ctx, id, a)
+		if _, isStatus := status.FromError(err); err != nil && isStatus {
+			return err // the call ended, or its review had no turn
+		}
 		if err != nil {
 			i.log.Warn("SubjectAccessReview failed", "method", method, "user", id.User, "err", err)
 			return apierr.New(codes.Unavailable, "AUTHORIZATION_UNAVAILABLE", nil,

@@ -50,7 +50,7 @@ func BenchmarkUnaryInterceptor(b *testing.B) {
 			if !tc.cached {
 				cfg.TokenCacheTTL, cfg.AuthzCacheTTL = 0, 0
 			}
-			unary := auth.NewInterceptor(cfg, auth.NewAuthenticator(cfg, client, log), auth.NewSubjectAccessReviewer(cfg, client, log), auth.Rules, log).Unary()
+			unary := auth.NewInterceptor(cfg, auth.NewAuthenticator(cfg, client, nil, log), auth.NewSubjectAccessReviewer(cfg, client, nil, log), auth.Rules, log).Unary()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {

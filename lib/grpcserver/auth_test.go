@@ -40,6 +40,9 @@ type fakeCluster struct {
 	// tokenReviewDelay is how long a TokenReview takes.
 	tokenReviewDelay time.Duration
 	reviews          map[string]int // "tokenreviews", "subjectaccessreviews"
+	// reviewed are the reviews' questions in the order they came: the
+	// token, or "user verb group/resource namespace".
+	reviewed []string
 }
 
 func newFakeCluster() *fakeCluster {
@@ -56,6 +59,7 @@ func newFakeCluster() *fakeCluster {
 			return true, nil, errors.New("connection refused")
 		}
 		review := action.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+		c.reviewed = append(c.reviewed, review.Spec.Token)
 		if u, ok := c.tokens[review.Spec.Token]; ok {
 			review.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: u}
 		} else {
@@ -80,7 +84,9 @@ func newFakeCluster() *fakeCluster {
 		if a.Subresource != "" {
 			resource += "/" + a.Subresource
 		}
-		review.Status.Allowed = c.grants[review.Spec.User+" "+a.Verb+" "+a.Group+"/"+resource+" "+a.Namespace]
+		question := review.Spec.User + " " + a.Verb + " " + a.Group + "/" + resource + " " + a.Namespace
+		c.reviewed = append(c.reviewed, question)
+		review.Status.Allowed = c.grants[question]
 		return true, review, nil
 	})
 	return c
@@ -115,6 +121,32 @@ func (c *fakeCluster) count(resource string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.reviews[resource]
+}
+
+// reviewsOf is how many reviews asked question.
+func (c *fakeCluster) reviewsOf(question string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, q := range c.reviewed {
+		if q == question {
+			n++
+		}
+	}
+	return n
+}
+
+// reviewsBefore is how many reviews came before the first whose question
+// is question (all of them when none was).
+func (c *fakeCluster) reviewsBefore(question string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, q := range c.reviewed {
+		if q == question {
+			return i
+		}
+	}
+	return len(c.reviewed)
 }
 
 // whoAmI answers ValidateJob with the caller's identity in the Job's name

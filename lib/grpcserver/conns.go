@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/jobplane/jobplane/lib/admission"
+	"github.com/jobplane/jobplane/lib/auth"
 )
 
 // The connections a server keeps open are bounded, so that neither their
@@ -68,7 +69,7 @@ type connGate struct {
 type gatedConn struct {
 	conn      net.Conn
 	addrs, id string
-	host      string // hostOf its remote address
+	host      string // auth.HostOf its remote address
 	// waiting is its element of the gate's unidentified list until it is
 	// identified or closed.
 	waiting *list.Element
@@ -143,7 +144,7 @@ func (g *connGate) accepted(c net.Conn) {
 			delete(g.byID, stale.id)
 		}
 	}
-	gc := &gatedConn{conn: c, addrs: addrs, host: hostOf(c.RemoteAddr().(*net.TCPAddr).IP)}
+	gc := &gatedConn{conn: c, addrs: addrs, host: auth.HostOf(c.RemoteAddr().(*net.TCPAddr).IP)}
 	g.byAddrs[addrs] = gc
 	gc.waiting = g.unidentified.PushBack(gc)
 	g.hosts[gc.host]++
@@ -152,16 +153,6 @@ func (g *connGate) accepted(c net.Conn) {
 	if g.unidentified.Len() > g.maxUnidentified {
 		g.closeLocked(g.toEvict(), "unidentified_evicted")
 	}
-}
-
-// hostOf names the host a connection comes from, for the fair share of
-// unidentified connections: its IPv4 address, or its IPv6 address's /64
-// prefix (one network's hosts pick their addresses in it at will).
-func hostOf(ip net.IP) string {
-	if ip.To4() != nil {
-		return ip.String()
-	}
-	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // toEvict is the unidentified connection to close for a new one: one of

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jobplane/jobplane/lib/auth"
 )
 
 // addrConn is a connection with fixed TCP addresses that records its close.
@@ -59,7 +61,7 @@ func TestUnidentifiedConnectionsAreSharedFairlyByHost(t *testing.T) {
 		g.mu.Lock()
 		before := maps.Clone(g.hosts) // with c's
 		g.mu.Unlock()
-		before[hostOf(ip)]++
+		before[auth.HostOf(ip)]++
 		g.accepted(c)
 		g.mu.Lock()
 		held := g.unidentified.Len()
@@ -82,8 +84,8 @@ func TestUnidentifiedConnectionsAreSharedFairlyByHost(t *testing.T) {
 			}
 		}
 	}
-	if got := hostOf(net.ParseIP("2001:db8::2")); got != hostOf(net.ParseIP("2001:db8::1")) || got != "2001:db8::/64" {
-		t.Errorf("hostOf(2001:db8::2) = %q, want the /64 of 2001:db8::1", got)
+	if got := auth.HostOf(net.ParseIP("2001:db8::2")); got != auth.HostOf(net.ParseIP("2001:db8::1")) || got != "2001:db8::/64" {
+		t.Errorf("auth.HostOf(2001:db8::2) = %q, want the /64 of 2001:db8::1", got)
 	}
 }
 

@@ -49,6 +49,7 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/jobplane/jobplane/lib/admission"
 	"github.com/jobplane/jobplane/lib/auth"
@@ -65,6 +66,9 @@ type Server struct {
 	kube    kubernetes.Interface // reviews tokens and authorizes; nil when none is configured
 	kubeErr error                // why kube is nil
 	authn   *auth.Authenticator
+	// reviews paces the TokenReviews and SubjectAccessReviews no cache
+	// answers, fairly between hosts and tenants.
+	reviews *auth.ReviewBudget
 	// admission admits the calls of registered services (not health
 	// checks or reflection).
 	admission *admission.Controller
@@ -121,7 +125,8 @@ func WithAuthorizer(a auth.Authorizer) Option {
 }
 
 // authClientQPS bounds the TokenReviews and SubjectAccessReviews a server
-// sends: only cache misses reach the API server.
+// sends (auth.ReviewBudget, shared fairly between the callers' hosts and
+// tenants): only cache misses reach the API server.
 const (
 	authClientQPS   = 50
 	authClientBurst = 100
@@ -156,11 +161,12 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*Server, error) {
 	if s.kube == nil {
 		s.kube, s.kubeErr = authClient(cfg)
 	}
+	s.reviews = auth.NewReviewBudget(authClientQPS, authClientBurst)
 	s.authz = o.authz
 	if s.authz == nil && s.kube != nil {
-		s.authz = auth.NewSubjectAccessReviewer(cfg.Auth, s.kube, logger)
+		s.authz = auth.NewSubjectAccessReviewer(cfg.Auth, s.kube, s.reviews, logger)
 	}
-	s.authn = auth.NewAuthenticator(cfg.Auth, s.kube, logger)
+	s.authn = auth.NewAuthenticator(cfg.Auth, s.kube, s.reviews, logger)
 	s.admission = admission.New(cfg.Admission.Config(), s.registry)
 	s.conns = newConnGate(cfg, s.registry)
 	s.admission.SetConnCloser(func(conn string) bool { return s.conns.closeByID(conn, "unread_answers_reclaimed") })
@@ -208,7 +214,8 @@ func authClient(cfg Config) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	restCfg.QPS, restCfg.Burst = authClientQPS, authClientBurst
+	// The reviews wait for their turn in the server's ReviewBudget instead.
+	restCfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
 	restCfg.Timeout = 10 * time.Second
 	restCfg.UserAgent = rest.DefaultKubernetesUserAgent() + " jobplane-auth"
 	return kubernetes.NewForConfig(restCfg)
@@ -409,6 +416,7 @@ func (s *Server) Serve(ctx context.Context, lis, metricsLis net.Listener) error 
 	if !s.served.CompareAndSwap(false, true) {
 		return errors.New("grpcserver: Serve called twice")
 	}
+	defer s.reviews.Stop()
 	if err := s.checkAuthDependencies(); err != nil {
 		lis.Close()
 		if metricsLis != nil {

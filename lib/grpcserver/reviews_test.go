@@ -1,0 +1,122 @@
+package grpcserver_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	authenticationv1 "k8s.io/api/authentication/v1"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/grpcserver"
+	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
+)
+
+// The reviews no cache answers share one budget (50 a second, bursts of
+// 100), turn by turn between the hosts calls come from and between the
+// tenants asking: a flood waits for its own turns, and another caller's
+// review comes within a turn or two of it, not behind the flood.
+
+// floodBurst: the flood's reviews beyond the budget's burst, so that what
+// it sends next waits.
+const floodBurst = 120
+
+// A flood of made-up tokens from one host, each needing a TokenReview,
+// leaves a caller on another host its turn.
+func TestAFloodOfMadeUpTokensFromOneHostLeavesAnotherHostItsTurn(t *testing.T) {
+	cluster := newFakeCluster()
+	cluster.tokens["alice-token"] = authenticationv1.UserInfo{Username: "alice"}
+	srv := authServer(t, cluster, nil)
+	flood(t, srv, net.IPv4(127, 0, 0, 2), func(ctx context.Context, conn *grpc.ClientConn, call string) {
+		_, _ = jobplanev1.NewPlannerServiceClient(conn).ValidateJob(bearerCtx(ctx, "made-up-"+call), &jobplanev1.ValidateJobRequest{})
+	})
+	waitFor(t, "the flood's reviews past the burst", func() bool { return cluster.count("tokenreviews") > floodBurst })
+
+	before := cluster.count("tokenreviews")
+	if _, err := whoami(t, srv.Conn, bearer("alice-token")); err != nil { // from 127.0.0.1
+		t.Fatal(err)
+	}
+	if waited := cluster.reviewsBefore("alice-token") - before; waited > 3 {
+		t.Errorf("alice's TokenReview came after %d of the flood's, want at most 3: one host's flood took the other host's turns", waited)
+	}
+}
+
+// A tenant's flood of questions no authorization cache holds (a new
+// namespace each time) leaves another tenant's question its turn.
+func TestAFloodOfUncachedQuestionsFromOneTenantLeavesAnotherTenantItsTurn(t *testing.T) {
+	cluster := newFakeCluster()
+	cluster.tokens["alice-token"] = authenticationv1.UserInfo{Username: "alice"}
+	cluster.tokens["mallory-token"] = authenticationv1.UserInfo{Username: "mallory"}
+	cluster.grant("alice", "list", "batch/jobs", "a")
+	// Seats for the whole flood: what waits is its reviews, not its calls.
+	srv := authServer(t, cluster, func(c *grpcserver.Config) { c.Admission.Seats = 1024 })
+	executor := jobplanev1.NewExecutorServiceClient(srv.Conn)
+	_, err := executor.ListJobs(bearer("alice-token"), &jobplanev1.ListJobsRequest{Namespace: "b"})
+	wantCode(t, err, codes.PermissionDenied) // her token is reviewed, and kept
+	flood(t, srv, net.IPv4(127, 0, 0, 1), func(ctx context.Context, conn *grpc.ClientConn, call string) {
+		_, _ = jobplanev1.NewExecutorServiceClient(conn).ListJobs(bearerCtx(ctx, "mallory-token"), &jobplanev1.ListJobsRequest{Namespace: "ns-" + call})
+	})
+	waitFor(t, "the flood's reviews past the burst", func() bool { return cluster.count("subjectaccessreviews") > floodBurst })
+
+	before := cluster.count("subjectaccessreviews")
+	_, err = executor.ListJobs(bearer("alice-token"), &jobplanev1.ListJobsRequest{Namespace: "a"})
+	wantCode(t, err, codes.Unimplemented) // authorized: the test's executor implements nothing
+	if waited := cluster.reviewsBefore("alice list batch/jobs a") - before; waited > 3 {
+		t.Errorf("alice's SubjectAccessReview came after %d of the flood's, want at most 3 (a turn, and those on their way): one tenant's flood took the other tenant's turns", waited)
+	}
+}
+
+// flood makes calls from ip, 200 at once on four connections, until the
+// test ends; call names each call uniquely.
+func flood(t testing.TB, srv *grpctest.Server, ip net.IP, call func(ctx context.Context, conn *grpc.ClientConn, call string)) {
+	t.Helper()
+	from := grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
+		return d.DialContext(ctx, "tcp", addr)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls sync.WaitGroup
+	t.Cleanup(calls.Wait)
+	t.Cleanup(cancel)
+	for c := range 4 {
+		conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()), from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		for g := range 50 {
+			calls.Go(func() {
+				for n := 0; ctx.Err() == nil; n++ {
+					call(ctx, conn, fmt.Sprintf("%d-%d-%d", c, g, n))
+				}
+			})
+		}
+	}
+}
+
+// Refused tokens are kept apart from accepted ones: made-up tokens, however
+// many, never push a caller's answer out of the cache and send its token to
+// the API server again.
+func TestMadeUpTokensNeverPushACallersAnswerOut(t *testing.T) {
+	cluster := newFakeCluster()
+	cluster.tokens["alice-token"] = authenticationv1.UserInfo{Username: "alice"}
+	srv := authServer(t, cluster, func(c *grpcserver.Config) { c.Auth.TokenCacheSize = 8 })
+	if _, err := whoami(t, srv.Conn, bearer("alice-token")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		_, err := whoami(t, srv.Conn, bearer(fmt.Sprintf("made-up-%d", i)))
+		wantCode(t, err, codes.Unauthenticated)
+	}
+	if _, err := whoami(t, srv.Conn, bearer("alice-token")); err != nil {
+		t.Fatal(err)
+	}
+	if n := cluster.reviewsOf("alice-token"); n != 1 {
+		t.Errorf("alice's token was reviewed %d times, want once: made-up tokens pushed her answer out", n)
+	}
+}
