@@ -40,9 +40,12 @@ type deltaPlanner struct {
 	// one ends the stream, as the chassis does.
 	maxMessage int
 
-	mu     sync.Mutex
-	kinds  []string // "full" or "delta N/M" (upserted/removed), "+" when partial, in order
-	forget bool     // evict every snapshot before the next request
+	mu    sync.Mutex
+	kinds []string // "full" or "delta N/M" (upserted/removed), "+" when partial, in order
+	// on are the streams the kinds came on, numbered from 1 as they opened.
+	on     []int
+	opened int
+	forget bool // evict every snapshot before the next request
 }
 
 type heldSnapshot struct {
@@ -56,6 +59,10 @@ func (f *deltaPlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1
 	if err := sendMaxMessage(stream, limit); err != nil {
 		return err
 	}
+	f.mu.Lock()
+	f.opened++
+	n := f.opened
+	f.mu.Unlock()
 	held := map[string]*heldSnapshot{}
 	for {
 		req, err := stream.Recv()
@@ -69,7 +76,7 @@ func (f *deltaPlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1
 			return status.Errorf(codes.ResourceExhausted, "a request of %d bytes, more than %d", n, limit)
 		}
 		resp := &jobplanev1.StreamPlanSyncResponse{Id: req.GetId()}
-		if plan, err := f.plan(held, req); err != nil {
+		if plan, err := f.plan(held, req, n); err != nil {
 			resp.Error = status.Convert(err).Proto()
 		} else if plan != nil {
 			resp.Response = &jobplanev1.PlanSyncResponse{Plan: plan}
@@ -80,7 +87,7 @@ func (f *deltaPlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1
 	}
 }
 
-func (f *deltaPlanner) plan(held map[string]*heldSnapshot, req *jobplanev1.StreamPlanSyncRequest) (*jobplanev1.SyncPlan, error) {
+func (f *deltaPlanner) plan(held map[string]*heldSnapshot, req *jobplanev1.StreamPlanSyncRequest, stream int) (*jobplanev1.SyncPlan, error) {
 	f.mu.Lock()
 	if f.forget {
 		clear(held)
@@ -94,12 +101,12 @@ func (f *deltaPlanner) plan(held map[string]*heldSnapshot, req *jobplanev1.Strea
 			h.pods[p.GetMetadata().GetUid()] = p
 		}
 		delete(held, full.GetJob().GetMetadata().GetUid())
-		f.record("full", req.GetPartial())
+		f.record("full", req.GetPartial(), stream)
 	} else {
 		d := req.GetDelta()
 		h = held[d.GetJobUid()]
 		delete(held, d.GetJobUid())
-		f.record(fmt.Sprintf("delta %d/%d", len(d.GetUpsertedPods()), len(d.GetRemovedPodUids())), req.GetPartial())
+		f.record(fmt.Sprintf("delta %d/%d", len(d.GetUpsertedPods()), len(d.GetRemovedPodUids())), req.GetPartial(), stream)
 		if h == nil || h.id != d.GetBaseId() {
 			return nil, apierr.New(codes.FailedPrecondition, "SNAPSHOT_BASE_UNKNOWN", nil, "unknown base %q", d.GetBaseId())
 		}
@@ -130,13 +137,21 @@ func (f *deltaPlanner) plan(held map[string]*heldSnapshot, req *jobplanev1.Strea
 	return &jobplanev1.SyncPlan{Summary: digest(h.job, h.pods), ReleaseJobState: name == "finish"}, nil
 }
 
-func (f *deltaPlanner) record(kind string, partial bool) {
+func (f *deltaPlanner) record(kind string, partial bool, stream int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if partial {
 		kind += "+"
 	}
 	f.kinds = append(f.kinds, kind)
+	f.on = append(f.on, stream)
+}
+
+// sent is what came, in order, and on which stream.
+func (f *deltaPlanner) sent() ([]string, []int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.kinds), slices.Clone(f.on)
 }
 
 func (f *deltaPlanner) lastKind() string {
@@ -332,7 +347,9 @@ func TestReconnectStartsWithFullSnapshots(t *testing.T) {
 
 // A snapshot larger than the planner takes is sent in parts, each within
 // its limit, and planned whole: in full, then as a delta; a snapshot that
-// fits is sent as it is, and the next delta is based on the last part.
+// fits is sent as it is, and the next delta is based on the last part. A
+// full snapshot that large goes on the bulk lane's stream, in parts of all
+// the planner takes, and its Job's deltas follow it there.
 func TestASnapshotLargerThanThePlannerTakesIsSentInParts(t *testing.T) {
 	f := &deltaPlanner{maxMessage: 1500}
 	c := newClient(t, startPlannerImpl(t, f))
@@ -349,17 +366,14 @@ func TestASnapshotLargerThanThePlannerTakesIsSentInParts(t *testing.T) {
 	if _, err := planSnapshot(t, c, a); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	kinds := slices.Clone(f.kinds)
-	f.mu.Unlock()
-	// Parts of a quarter of what the planner takes, 375 bytes: seven pods.
-	want := []string{"full+"}
-	want = append(want, slices.Repeat([]string{"delta 7/0+"}, 7)...)
-	want = append(want, "delta 4/0", "delta 1/0", "delta 6/5+")
-	want = append(want, slices.Repeat([]string{"delta 7/0+"}, 6)...)
-	want = append(want, "delta 7/0")
+	kinds, on := f.sent()
+	// Parts of what the planner takes, 1,500 bytes: about 30 pods.
+	want := []string{"full+", "delta 25/0", "delta 1/0", "delta 32/5+", "delta 23/0"}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("sent %q, want %q", kinds, want)
+	}
+	if want := slices.Repeat([]int{2}, len(kinds)); !slices.Equal(on, want) {
+		t.Errorf("sent on streams %v, want all on the second opened (the bulk lane's; the syncs lane's opens first, empty)", on)
 	}
 	if n := c.SentInParts(); n != 2 {
 		t.Errorf("%d snapshots sent in parts, want 2", n)
@@ -367,8 +381,8 @@ func TestASnapshotLargerThanThePlannerTakesIsSentInParts(t *testing.T) {
 	if n := testutil.ToFloat64(c.Collectors()[2]); n != 2 {
 		t.Errorf("jobplane_planner_snapshots_sent_in_parts_total = %v, want 2", n)
 	}
-	if n := c.Streams(); n != 1 {
-		t.Errorf("%d streams opened, want 1: a request was too large for the planner", n)
+	if n := c.Streams(); n != 2 {
+		t.Errorf("%d streams opened, want 2 (the syncs lane and the bulk lane): a request was too large for the planner", n)
 	}
 }
 
@@ -446,11 +460,59 @@ func TestASyncInPartsCancelledLeavesNothingWaiting(t *testing.T) {
 	if summary, err := plan(t, c, "after"); err != nil || summary != "plan for after" {
 		t.Fatalf("plan after it = %q, %v", summary, err)
 	}
-	c.stream.mu.Lock()
-	waiting := len(c.stream.waiting)
-	c.stream.mu.Unlock()
-	if waiting != 0 || impl.streams.Load() != 1 {
-		t.Errorf("%d requests still waiting, %d streams opened; want none and 1", waiting, impl.streams.Load())
+	waiting := 0
+	for _, s := range c.streams {
+		s.mu.Lock()
+		waiting += len(s.waiting)
+		s.mu.Unlock()
+	}
+	if waiting != 0 || impl.streams.Load() != 2 {
+		t.Errorf("%d requests still waiting, %d streams opened; want none and 2 (a lane each)", waiting, impl.streams.Load())
+	}
+}
+
+// On the syncs lane a request in parts goes in parts of a quarter of what
+// the planner takes: a small Job's delta grown large (its base is there).
+// A snapshot whose Job alone is more than a quarter goes in parts of what
+// it takes.
+func TestPartsOnTheSyncsLaneAreAQuarterOfTheLimit(t *testing.T) {
+	f := &deltaPlanner{maxMessage: 1500}
+	c := newClient(t, startPlannerImpl(t, f))
+	a := newWorld("a", 2)
+	mustPlan(t, c, a, "full", f)
+	a.pods = append(a.pods, newWorld("b", 40).pods...)
+	if _, err := planSnapshot(t, c, a); err != nil {
+		t.Fatal(err)
+	}
+	kinds, on := f.sent()
+	// Quarters of 1,500 bytes, seven or eight pods each: six parts, where
+	// parts of 1,500 bytes would be two.
+	if len(kinds) != 7 || kinds[0] != "full" || kinds[1] != "delta 8/0+" || slices.Max(on) != 1 {
+		t.Errorf("sent %q on streams %v, want the full snapshot then the delta in six parts, all on the first stream", kinds, on)
+	}
+}
+
+// A full snapshot larger than a quarter of what the planner takes goes on
+// the bulk lane's stream, so that its bytes never come before another Job's
+// sync; each Job's deltas follow its base.
+func TestALargeSnapshotGoesOnAStreamOfItsOwn(t *testing.T) {
+	f := &deltaPlanner{maxMessage: 1500}
+	c := newClient(t, startPlannerImpl(t, f))
+	small, large := newWorld("small", 2), newWorld("large", 20)
+	mustPlan(t, c, small, "full", f)
+	if _, err := planSnapshot(t, c, large); err != nil {
+		t.Fatal(err)
+	}
+	small.succeed(0)
+	mustPlan(t, c, small, "delta 1/0", f)
+	large.succeed(0)
+	mustPlan(t, c, large, "delta 1/0", f)
+	kinds, on := f.sent()
+	if want := []string{"full", "full", "delta 1/0", "delta 1/0"}; !slices.Equal(kinds, want) {
+		t.Fatalf("sent %q, want %q", kinds, want)
+	}
+	if want := []int{1, 2, 1, 2}; !slices.Equal(on, want) {
+		t.Errorf("sent on streams %v, want %v: the large Job's on a stream of its own", on, want)
 	}
 }
 

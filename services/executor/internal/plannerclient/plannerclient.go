@@ -1,8 +1,12 @@
-// Package plannerclient asks the planner for plans over one long-lived
+// Package plannerclient asks the planner for plans over a long-lived
 // StreamPlanSync stream shared by every worker: requests are multiplexed by
 // id, and a broken stream is reopened, with backoff, by the next request.
-// A Job's snapshots after the first on a stream are sent as deltas against
-// the last one the planner planned; a reopened stream starts in full.
+// A full snapshot larger than a quarter of what the planner takes goes on a
+// second stream, the bulk lane, so that its bytes never come before another
+// Job's sync on the first (HTTP/2 delivers a stream's bytes in order; two
+// streams share the connection frame by frame). A Job's snapshots after the
+// first are sent as deltas against the last one the planner planned, on the
+// stream that holds it; a reopened stream starts in full.
 // While the planner is unavailable every request fails with Unavailable, so
 // no action is taken and the caller retries the Job later.
 package plannerclient
@@ -30,26 +34,41 @@ import (
 	libplan "github.com/jobplane/jobplane/lib/plan"
 )
 
-// Client plans over a shared stream.
+// Client plans over shared streams, one per lane.
 type Client struct {
 	conn    *grpc.ClientConn
 	planner jobplanev1.PlannerServiceClient
 	health  healthpb.HealthClient
 
 	mu      sync.Mutex
-	stream  *stream
+	streams [lanes]*stream
 	nextID  uint64
 	retryAt time.Time
 	backoff time.Duration
 
 	fullResends atomic.Int64
 	sentInParts atomic.Int64
-	streams     atomic.Int64
+	opened      atomic.Int64
 }
+
+// lane is what a stream carries.
+type lane int
+
+const (
+	// syncs carries every Job's syncs but the large full snapshots.
+	syncs lane = iota
+	// bulk carries the full snapshots larger than a quarter of what the
+	// planner takes, in parts when they must be, and then their Jobs'
+	// deltas (the planner holds a Job's snapshot on the stream it came
+	// on).
+	bulk
+	lanes
+)
 
 // stream is one open StreamPlanSync call and its requests waiting for an
 // answer.
 type stream struct {
+	lane   lane
 	call   jobplanev1.PlannerService_StreamPlanSyncClient
 	cancel context.CancelFunc
 	sendMu sync.Mutex
@@ -124,12 +143,12 @@ func (c *Client) Ready(ctx context.Context) error {
 // status errors: the planner's own (InvalidArgument for a snapshot it
 // refuses) or Unavailable when the stream cannot carry the request.
 func (c *Client) Plan(ctx context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.SyncPlan, error) {
-	s, id, err := c.open()
+	// The planner now holds this snapshot of the Job, not the one recorded.
+	c.takeBase(types.UID(req.GetJob().GetMetadata().GetUid()))
+	s, id, err := c.open(syncs)
 	if err != nil {
 		return nil, err
 	}
-	// The planner now holds this snapshot of the Job, not the one recorded.
-	s.takeBase(types.UID(req.GetJob().GetMetadata().GetUid()))
 	requests, err := s.fitted(ctx, id, &jobplanev1.StreamPlanSyncRequest{Id: id, Request: req})
 	if err != nil {
 		return nil, err
@@ -138,19 +157,15 @@ func (c *Client) Plan(ctx context.Context, req *jobplanev1.PlanSyncRequest) (*jo
 }
 
 // PlanSnapshot returns the planner's plan for snap, sent as a delta against
-// the last snapshot of the Job planned on the current stream, or in full
+// the last snapshot of the Job planned on a current stream, or in full
 // when there is none (a new stream, a new Job, a failed request) or the
 // planner answers that it no longer holds it. Errors are as Plan's.
 func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*jobplanev1.SyncPlan, error) {
-	s, id, err := c.open()
-	if err != nil {
-		return nil, err
-	}
 	uid := snap.Job.UID
 	// The record is out of the stream's while the request is in flight: a
 	// concurrent sync of the same Job sends in full.
-	base := s.takeBase(uid)
-	if base != nil {
+	if s, base := c.takeBase(uid); base != nil {
+		id := c.newID()
 		d, err := snap.WireDelta(id, base)
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "encoding the delta: %v", err)
@@ -169,13 +184,26 @@ func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*job
 			}
 			c.fullResends.Add(1)
 		}
-		if s, id, err = c.open(); err != nil {
-			return nil, err
-		}
+	}
+	return c.planInFull(ctx, snap)
+}
+
+// planInFull sends snap in full: on the syncs lane, or on the bulk lane
+// when it is larger than a quarter of what the planner takes.
+func (c *Client) planInFull(ctx context.Context, snap *libplan.Snapshot) (*jobplanev1.SyncPlan, error) {
+	s, id, err := c.open(syncs)
+	if err != nil {
+		return nil, err
 	}
 	req, err := snap.WireRequest(id)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encoding the snapshot: %v", err)
+	}
+	if limit := s.largestMessage(ctx); limit > 0 && req.Size() > limit/4 {
+		// The id stays: ids are the client's, unique across its streams.
+		if s, _, err = c.open(bulk); err != nil {
+			return nil, err
+		}
 	}
 	requests, err := s.fitted(ctx, id, req)
 	if err != nil {
@@ -183,13 +211,39 @@ func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*job
 	}
 	p, err := c.exchange(ctx, s, requests)
 	if err == nil {
-		s.putBase(uid, snap.Record(id), p)
+		s.putBase(snap.Job.UID, snap.Record(id), p)
 	}
 	return p, err
 }
 
-// Streams is the number of streams opened: one, unless one broke.
-func (c *Client) Streams() int64 { return c.streams.Load() }
+// takeBase removes and returns the record of the Job's last snapshot a
+// current stream holds, and that stream.
+func (c *Client) takeBase(uid types.UID) (*stream, *libplan.Sent) {
+	c.mu.Lock()
+	streams := c.streams
+	c.mu.Unlock()
+	for _, s := range streams {
+		if s == nil {
+			continue
+		}
+		if b := s.takeBase(uid); b != nil {
+			return s, b
+		}
+	}
+	return nil, nil
+}
+
+// newID is an id for a request, unique across the client's streams.
+func (c *Client) newID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextID++
+	return strconv.FormatUint(c.nextID, 36)
+}
+
+// Streams is the number of streams opened: one, two once a large snapshot
+// was sent, more when one broke.
+func (c *Client) Streams() int64 { return c.opened.Load() }
 
 // Collectors are the client's counters as metrics.
 func (c *Client) Collectors() []prometheus.Collector {
@@ -197,7 +251,7 @@ func (c *Client) Collectors() []prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(n()) })
 	}
 	return []prometheus.Collector{
-		counter("jobplane_planner_streams_opened_total", "StreamPlanSync streams opened: one, unless one broke.", c.Streams),
+		counter("jobplane_planner_streams_opened_total", "StreamPlanSync streams opened: one, two once a large snapshot was sent (the bulk lane), more when one broke.", c.Streams),
 		counter("jobplane_planner_full_resends_total", "Deltas whose base the planner no longer held (SNAPSHOT_BASE_UNKNOWN), resent in full.", c.FullResends),
 		counter("jobplane_planner_snapshots_sent_in_parts_total", "Snapshots larger than the planner takes in one request, sent in parts.", c.SentInParts),
 	}
@@ -225,7 +279,8 @@ type outgoing struct {
 
 // fitted is msg, the request id, as the requests the planner takes on s:
 // itself, or its snapshot in parts (libplan.WireRequest.Parts) when the
-// planner takes no request as large. A request that cannot be split so is
+// planner takes no request as large: on the syncs lane in parts of a
+// quarter of that when they can be, on the bulk lane of all of it. A request that cannot be split so is
 // refused: sent, it would end the stream every Job's plans share.
 func (s *stream) fitted(ctx context.Context, id string, msg any) ([]outgoing, error) {
 	limit := s.largestMessage(ctx)
@@ -236,7 +291,7 @@ func (s *stream) fitted(ctx context.Context, id string, msg any) ([]outgoing, er
 		if limit <= 0 || size <= limit {
 			break
 		}
-		if parts, ok := inParts(m, limit); ok {
+		if parts, ok := s.inParts(m, limit); ok {
 			out := make([]outgoing, len(parts))
 			for i, p := range parts {
 				out[i] = outgoing{id: p.ID(), msg: p, answer: make(chan result, 1)}
@@ -253,14 +308,18 @@ func (s *stream) fitted(ctx context.Context, id string, msg any) ([]outgoing, er
 		"the Job's snapshot is %d bytes, more than the planner takes (%d), and cannot be sent in parts: its Job, or one of its pods, is too large alone; a planner with more memory (-max-recv-msg-bytes, GOMEMLIMIT) takes it", size, limit)
 }
 
-// inParts is w, larger than limit, as parts of at most a quarter of it
-// when they can be, else of at most limit. A part holds the level's bytes
-// budget while the planner decodes it, and its bytes come before those of
-// any request sent after it: quarter parts let another Job's sync through
-// a quarter as late (BENCHMARKS.md, "One Job's plan no longer waits").
-func inParts(w *libplan.WireRequest, limit int) ([]*libplan.WireRequest, bool) {
-	if parts, ok := w.Parts(limit / 4); ok {
-		return parts, true
+// inParts is w, larger than limit, in parts. On the syncs lane (a large
+// delta, or a Plan in full) they are of at most a quarter of limit when
+// they can be: a part's bytes come before those of any request sent after
+// it, and quarter parts let another Job's sync through a quarter as late.
+// On the bulk lane no other Job's sync waits behind them, and the fewer
+// parts, the fewer decoded at once beside the syncs (BENCHMARKS.md, "A
+// large snapshot on a stream of its own").
+func (s *stream) inParts(w *libplan.WireRequest, limit int) ([]*libplan.WireRequest, bool) {
+	if s.lane == syncs {
+		if parts, ok := w.Parts(limit / 4); ok {
+			return parts, true
+		}
 	}
 	return w.Parts(limit)
 }
@@ -327,15 +386,15 @@ func (c *Client) exchange(ctx context.Context, s *stream, requests []outgoing) (
 	panic("unreachable: a request has at least one part")
 }
 
-// open returns the current stream, opening one when none is, and an id for
-// a request on it.
-func (c *Client) open() (*stream, string, error) {
+// open returns the current stream of lane l, opening one when none is,
+// and an id for a request.
+func (c *Client) open(l lane) (*stream, string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nextID++
 	id := strconv.FormatUint(c.nextID, 36)
-	if c.stream != nil {
-		return c.stream, id, nil
+	if s := c.streams[l]; s != nil {
+		return s, id, nil
 	}
 	if now := time.Now(); now.Before(c.retryAt) {
 		return nil, "", status.Errorf(codes.Unavailable, "planner stream closed; reconnecting in %s", c.retryAt.Sub(now).Round(time.Millisecond))
@@ -355,9 +414,9 @@ func (c *Client) open() (*stream, string, error) {
 		c.failedOpen()
 		return nil, "", unavailable(err)
 	}
-	c.streams.Add(1)
-	s := &stream{call: call, cancel: cancel, headerSeen: make(chan struct{}), waiting: map[string]chan result{}, bases: map[types.UID]*libplan.Sent{}}
-	c.stream = s
+	c.opened.Add(1)
+	s := &stream{lane: l, call: call, cancel: cancel, headerSeen: make(chan struct{}), waiting: map[string]chan result{}, bases: map[types.UID]*libplan.Sent{}}
+	c.streams[l] = s
 	go c.receive(s)
 	return s, id, nil
 }
@@ -403,8 +462,8 @@ func (c *Client) receive(s *stream) {
 // broken fails every request waiting on s and lets the next request reopen.
 func (c *Client) broken(s *stream, err error) {
 	c.mu.Lock()
-	if c.stream == s {
-		c.stream = nil
+	if c.streams[s.lane] == s {
+		c.streams[s.lane] = nil
 		c.failedOpen()
 	}
 	c.mu.Unlock()
@@ -452,15 +511,17 @@ func (s *stream) fail(err error) {
 	}
 }
 
-// Close ends the current stream.
+// Close ends the current streams.
 func (c *Client) Close() {
 	c.mu.Lock()
-	s := c.stream
-	c.stream = nil
+	streams := c.streams
+	c.streams = [lanes]*stream{}
 	c.mu.Unlock()
-	if s != nil {
-		s.cancel()
-		s.fail(status.Error(codes.Unavailable, "planner client closed"))
+	for _, s := range streams {
+		if s != nil {
+			s.cancel()
+			s.fail(status.Error(codes.Unavailable, "planner client closed"))
+		}
 	}
 }
 

@@ -289,7 +289,7 @@ func TestCallerDeadlineLeavesTheStream(t *testing.T) {
 		t.Errorf("plan after a timed-out call = %q, %v", summary, err)
 	}
 	c.mu.Lock()
-	s := c.stream
+	s := c.streams[syncs]
 	c.mu.Unlock()
 	s.mu.Lock()
 	waiting := len(s.waiting)

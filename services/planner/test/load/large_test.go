@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -109,12 +110,26 @@ func otherJob(s scalestate.State) scalestate.State { return withJobUID(s, "anoth
 // (GOMEMLIMIT=450MiB, the executor's identity a system user), and opens
 // the executor's stream: it answers the largest request the planner takes.
 func deployedPlanner(tb testing.TB) (*kubetest.Process, jobplanev1.PlannerService_StreamPlanSyncClient, int) {
+	planner, conn := deployedPlannerConn(tb)
+	stream, limit := executorStream(tb, conn)
+	return planner, stream, limit
+}
+
+// deployedPlannerConn starts the planner binary as deploy/ runs it and
+// connects to it as the executor.
+func deployedPlannerConn(tb testing.TB) (*kubetest.Process, *grpc.ClientConn) {
 	tb.Setenv("GOMEMLIMIT", fmt.Sprint(deployedMemoryLimit))
 	ca := grpctest.NewCA(tb, "clients")
 	server := ca.ServerCert(tb, "planner")
 	planner := kubetest.StartProcess(tb, "planner", kubetest.BuildBinary(tb, "./services/planner/cmd/planner"), "-shutdown-drain", "0s",
 		"-tls-cert-file", server.CertFile, "-tls-key-file", server.KeyFile, "-client-ca-file", ca.CertFile, "-system-users", "executor")
-	stream, err := jobplanev1.NewPlannerServiceClient(certConn(tb, ca, planner.GRPCAddr, "executor")).StreamPlanSync(context.Background())
+	return planner, certConn(tb, ca, planner.GRPCAddr, "executor")
+}
+
+// executorStream opens a StreamPlanSync stream on conn, and answers the
+// largest request the planner takes on it.
+func executorStream(tb testing.TB, conn *grpc.ClientConn) (jobplanev1.PlannerService_StreamPlanSyncClient, int) {
+	stream, err := jobplanev1.NewPlannerServiceClient(conn).StreamPlanSync(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -127,7 +142,7 @@ func deployedPlanner(tb testing.TB) (*kubetest.Process, jobplanev1.PlannerServic
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return planner, stream, limit
+	return stream, limit
 }
 
 // sendInParts sends snap on stream as request id, in full (sent nil) or as
@@ -177,13 +192,18 @@ func sendInParts(t *testing.T, stream jobplanev1.PlannerService_StreamPlanSyncCl
 // BenchmarkASmallJobBehindALargeOne is the wait of a 100-pod Job's sync
 // sent on the executor's stream just after a 40,000-pod Job's (another
 // Job): its full snapshot (in parts of what the planner takes, or of a
-// quarter of it, as the executor sends them), or a delta of 1 % of its
-// pods, against the same sync alone, from the small sync's sending to its
-// answer. Run with:
+// quarter of it, as the executor sent them on its one stream before the
+// bulk lane), or a delta of 1 % of its pods, against the same sync alone,
+// from the small sync's sending to its answer; and the same small sync
+// while the full snapshot goes on a stream of its own, in parts of what the
+// planner takes, as the executor sends it now (behind-full-own-stream).
+// Run with:
 //
 //	go test -run '^$' -bench SmallJobBehind -benchtime 5x ./services/planner/test/load/
 func BenchmarkASmallJobBehindALargeOne(b *testing.B) {
-	_, stream, limit := deployedPlanner(b)
+	_, conn := deployedPlannerConn(b)
+	stream, limit := executorStream(b, conn)
+	bulk, _ := executorStream(b, conn)
 	large, small := scalestate.New(40_000), otherJob(scalestate.New(100))
 	changed, _ := scalestate.Changed(large, 400)
 	states := []*plan.Snapshot{snapshotOf(changed), snapshotOf(large)}
@@ -232,21 +252,52 @@ func BenchmarkASmallJobBehindALargeOne(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	var quiet, behindDelta, behindFull, behindQuarters time.Duration
+	// beside sends the large Job's full snapshot on the bulk stream, then,
+	// once its first part is on its way, the small Job's sync on the
+	// executor's stream: the small sync's wait.
+	beside := func(snap *plan.Snapshot) time.Duration {
+		next++
+		parts, _ := wire(snap.WireRequest(strconv.Itoa(next))).Parts(limit)
+		bulkDone := make(chan error, 1)
+		go func() {
+			for _, p := range parts {
+				if err := bulk.SendMsg(p); err != nil {
+					bulkDone <- err
+					return
+				}
+			}
+			for range parts {
+				if resp, err := bulk.Recv(); err != nil || resp.GetError() != nil {
+					bulkDone <- fmt.Errorf("%v %v", err, resp.GetError())
+					return
+				}
+			}
+			bulkDone <- nil
+		}()
+		time.Sleep(time.Millisecond)
+		wait := alone()
+		if err := <-bulkDone; err != nil {
+			b.Fatal(err)
+		}
+		return wait
+	}
+	var quiet, behindDelta, behindFull, behindQuarters, besideFull time.Duration
 	for i := range b.N {
 		quiet += alone()
 		wait, sent := send(states[1], nil, limit)
 		behindFull += wait
 		wait, _ = send(states[i%2], sent, limit)
 		behindDelta += wait
-		wait, _ = send(states[1], nil, limit/4) // as the executor splits it
+		wait, _ = send(states[1], nil, limit/4)
 		behindQuarters += wait
+		besideFull += beside(states[1])
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(quiet.Microseconds())/1000/n, "alone-ms")
 	b.ReportMetric(float64(behindDelta.Microseconds())/1000/n, "behind-delta-ms")
 	b.ReportMetric(float64(behindFull.Microseconds())/1000/n, "behind-full-ms")
 	b.ReportMetric(float64(behindQuarters.Microseconds())/1000/n, "behind-full-quarters-ms")
+	b.ReportMetric(float64(besideFull.Microseconds())/1000/n, "behind-full-own-stream-ms")
 }
 
 // snapshotOf is the executor's snapshot of a scalestate state.
