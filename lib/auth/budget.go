@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -22,88 +24,174 @@ import (
 // from, for its caller is not known yet; an access review in the lane of
 // the caller's tenant. Hosts and tenants take turns, so a flood of made-up
 // tokens from one host, or of questions no cache holds from one tenant,
-// waits for its own turns: another host's or tenant's review waits at most
-// about one turn of each lane with reviews waiting, and unidentified callers
-// together take at most half the budget while access reviews wait.
+// waits for its own turns: another lane's review waits about one turn of
+// each lane with reviews waiting, and unidentified callers together take at
+// most half the budget while access reviews wait.
+//
+// At most as many reviews wait as the budget serves within reviewTimeout
+// (more could not be served in time): when that many wait, a new one takes
+// the place of the newest of the lane with the most, unless its own lane
+// would then have as many; the one left out is answered at once.
 type ReviewBudget struct {
-	limiter *fairlimit.Limiter
+	qps   float32
+	burst int
+	// maxWaiting bounds the reviews waiting, all lanes together.
+	maxWaiting int
+
+	once    sync.Once
+	limiter *fairlimit.Limiter // started by the first wait
+
+	mu      sync.Mutex
+	waiting map[string][]*waitingReview // by lane, oldest first
+	total   int
+}
+
+// waitingReview is a review waiting for its turn; cancel leaves it out.
+type waitingReview struct {
+	cancel context.CancelCauseFunc
 }
 
 // NewReviewBudget returns a budget of qps reviews a second, bursts of burst.
 func NewReviewBudget(qps float32, burst int) *ReviewBudget {
-	return &ReviewBudget{limiter: fairlimit.New(qps, burst, nil)}
+	return &ReviewBudget{qps: qps, burst: burst, maxWaiting: max(1, int(float64(qps)*reviewTimeout.Seconds())), waiting: map[string][]*waitingReview{}}
 }
 
-// Stop ends the budget's dispatcher.
-func (b *ReviewBudget) Stop() { b.limiter.Stop() }
+// Stop ends the budget's dispatcher, if a review started it.
+func (b *ReviewBudget) Stop() {
+	b.once.Do(func() {}) // none starts after
+	if b.limiter != nil {
+		b.limiter.Stop()
+	}
+}
 
 // waitForHost waits for a turn of the host's lane; a nil budget never waits.
 func (b *ReviewBudget) waitForHost(ctx context.Context, host string) error {
-	if b == nil {
-		return nil
-	}
-	return b.limiter.Wait(fairlimit.WithLane(ctx, "hosts/"+host))
+	return b.wait(ctx, "hosts/"+host)
 }
 
 // waitForTenant waits for a turn of the tenant's lane; a nil budget never
 // waits.
 func (b *ReviewBudget) waitForTenant(ctx context.Context, tenant string) error {
+	return b.wait(ctx, "tenants/"+tenant)
+}
+
+// wait waits for a turn of lane, within ctx, or fails with errNoTurn.
+func (b *ReviewBudget) wait(ctx context.Context, lane string) error {
 	if b == nil {
 		return nil
 	}
-	return b.limiter.Wait(fairlimit.WithLane(ctx, "tenants/"+tenant))
+	b.once.Do(func() { b.limiter = fairlimit.New(b.qps, b.burst, nil) })
+	if b.limiter == nil {
+		return fmt.Errorf("%w: the server is stopping", errNoTurn)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &waitingReview{cancel: cancel}
+	if !b.enter(lane, w) {
+		return fmt.Errorf("%w: %d reviews wait, the most it serves in %s, and this caller's lane has its share of them", errNoTurn, b.maxWaiting, reviewTimeout)
+	}
+	defer b.leave(lane, w)
+	if err := b.limiter.Wait(fairlimit.WithLane(ctx, lane)); err != nil {
+		return fmt.Errorf("%w: %w", errNoTurn, context.Cause(ctx))
+	}
+	return nil
 }
 
-// reviewTimeout bounds a review, its wait for a turn included.
+// errDisplaced: a review of another lane took this waiting one's place.
+var errDisplaced = errors.New("a review of another caller, whose lane had fewer waiting, took this one's place")
+
+// enter counts w as waiting in lane, making room when the budget's waiting
+// reviews are at their bound: the newest of the lane with the most leaves,
+// if that lane would still have more than lane.
+func (b *ReviewBudget) enter(lane string, w *waitingReview) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.total >= b.maxWaiting {
+		fullest := ""
+		for l, ws := range b.waiting {
+			if len(ws) > len(b.waiting[fullest]) || fullest == "" {
+				fullest = l
+			}
+		}
+		victims := b.waiting[fullest]
+		if len(victims) <= len(b.waiting[lane])+1 {
+			return false
+		}
+		victims[len(victims)-1].cancel(errDisplaced)
+		b.remove(fullest, len(victims)-1)
+	}
+	b.waiting[lane] = append(b.waiting[lane], w)
+	b.total++
+	return true
+}
+
+// leave uncounts w, unless enter already did.
+func (b *ReviewBudget) leave(lane string, w *waitingReview) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i := slices.Index(b.waiting[lane], w); i >= 0 {
+		b.remove(lane, i)
+	}
+}
+
+// remove uncounts the i-th waiting review of lane; b.mu is held.
+func (b *ReviewBudget) remove(lane string, i int) {
+	ws := slices.Delete(b.waiting[lane], i, i+1)
+	if len(ws) == 0 {
+		delete(b.waiting, lane)
+	} else {
+		b.waiting[lane] = ws
+	}
+	b.total--
+}
+
+// reviewTimeout bounds a review's wait for its turn, and then the review.
 const reviewTimeout = 10 * time.Second
 
 var (
-	// errCallerLeft: the call whose review waited for its turn ended first.
-	errCallerLeft = errors.New("the call ended while its review waited for its turn")
-	// errNoTurn: the review's lane had no turn within reviewTimeout.
+	// errCallerLeft: the call ended before its review was answered.
+	errCallerLeft = errors.New("the call ended before its review was answered")
+	// errNoTurn: the review had no turn of the budget.
 	errNoTurn = errors.New("no turn of the review budget")
 )
 
-// budgetStatus is the status of a review that never went, or nil when err
-// is another failure: the call's own end (CANCELED, DEADLINE_EXCEEDED), or
-// RESOURCE_EXHAUSTED with RetryInfo when no turn came.
+// budgetStatus is the status of a review the call did not see through,
+// or nil when err is another failure: the call's own end (CANCELED,
+// DEADLINE_EXCEEDED), or RESOURCE_EXHAUSTED with RetryInfo when the review
+// had no turn.
 func budgetStatus(ctx context.Context, err error, review string) error {
 	switch {
 	case errors.Is(err, errCallerLeft):
 		return status.FromContextError(ctx.Err()).Err()
 	case errors.Is(err, errNoTurn):
 		return apierr.Exhausted("REVIEW_BUDGET_EXHAUSTED", nil, reviewTimeout,
-			"the %s this call needs had no turn within %s: this server's reviews are shared by the hosts and tenants asking; retry later", review, reviewTimeout)
+			"the %s this call needs had no turn: this server's reviews are shared by the hosts and tenants asking (%v); retry later", review, err)
 	}
 	return nil
 }
 
 // shareReview runs review once for the calls asking the same question (key)
-// at once, after wait has given it a turn. The wait ends with the call that
-// began it, so that calls given up cost no turn; a call that shared it and
-// is still there asks again. Once sent, the review outlives the calls, for
-// its answer is cached for the next.
+// at once, after wait has given it a turn. Both outlive the calls, so that
+// a caller whose deadline is shorter than the wait finds the answer cached
+// when it calls again; a call returns when it ends (errCallerLeft).
 func shareReview(ctx context.Context, inflight *singleflight.Group, key string, wait func(context.Context) error, review func(context.Context) (any, error)) (any, error) {
-	for {
-		v, err, _ := inflight.Do(key, func() (any, error) {
-			deadline := time.Now().Add(reviewTimeout)
-			waitCtx, cancel := context.WithDeadline(ctx, deadline)
-			err := wait(waitCtx)
-			cancel()
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, errCallerLeft
-				}
-				return nil, fmt.Errorf("%w: %w", errNoTurn, err)
-			}
-			reviewCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-			defer cancel()
-			return review(reviewCtx)
-		})
-		if errors.Is(err, errCallerLeft) && ctx.Err() == nil {
-			continue
+	answer := inflight.DoChan(key, func() (any, error) {
+		outliving := context.WithoutCancel(ctx)
+		waitCtx, cancel := context.WithTimeout(outliving, reviewTimeout)
+		err := wait(waitCtx)
+		cancel()
+		if err != nil {
+			return nil, err
 		}
-		return v, err
+		reviewCtx, cancel := context.WithTimeout(outliving, reviewTimeout)
+		defer cancel()
+		return review(reviewCtx)
+	})
+	select {
+	case r := <-answer:
+		return r.Val, r.Err
+	case <-ctx.Done():
+		return nil, errCallerLeft
 	}
 }
 

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,67 +14,34 @@ import (
 	"github.com/jobplane/jobplane/lib/retryinfo"
 )
 
-// A review waiting for its turn ends with the call that began it: no turn
-// is spent on a call given up, and the call is answered CANCELED.
-func TestAReviewsWaitEndsWithItsCall(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	wait := func(ctx context.Context) error { cancel(); <-ctx.Done(); return ctx.Err() }
-	_, err := shareReview(ctx, &singleflight.Group{}, "q", wait, func(context.Context) (any, error) {
-		t.Error("the review was sent for a call that had ended")
-		return nil, nil
-	})
-	if got := status.Code(budgetStatus(ctx, err, "TokenReview")); got != codes.Canceled {
-		t.Errorf("got %v (%v), want Canceled", got, err)
-	}
-}
+// A call that ends while its review waits is answered at once; the review
+// goes on, so that its caller, calling again with a deadline as short,
+// finds the answer cached (or joins the review) rather than waiting from
+// the back of its lane again.
+func TestAReviewOutlivesItsCall(t *testing.T) {
+	turn := make(chan struct{})
+	wait := func(context.Context) error { <-turn; return nil }
+	reviewed := make(chan struct{})
+	review := func(context.Context) (any, error) { close(reviewed); return "answer", nil }
 
-// A call that shared the wait of a call that ended asks again, and is
-// answered.
-func TestACallSharingAWaitGivenUpAsksAgain(t *testing.T) {
-	var group singleflight.Group
-	leader, leave := context.WithCancel(context.Background())
-	waiting, turn := make(chan struct{}), make(chan struct{})
-	waits := 0
-	wait := func(ctx context.Context) error {
-		waits++
-		if waits == 1 {
-			close(waiting)
-			<-ctx.Done() // the leader's wait, until it leaves
-			return ctx.Err()
-		}
-		<-turn
-		return nil
-	}
-	review := func(context.Context) (any, error) { return "answer", nil }
-	leaderDone := make(chan error)
-	go func() {
-		_, err := shareReview(leader, &group, "q", wait, review)
-		leaderDone <- err
-	}()
-	<-waiting
-	followerDone := make(chan any)
-	go func() {
-		v, err := shareReview(context.Background(), &group, "q", wait, review)
-		if err != nil {
-			t.Error(err)
-		}
-		followerDone <- v
-	}()
-	time.Sleep(10 * time.Millisecond) // the follower joins the leader's wait
-	leave()
-	if err := <-leaderDone; !errors.Is(err, errCallerLeft) {
-		t.Errorf("leader: %v, want errCallerLeft", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := shareReview(ctx, &singleflight.Group{}, "q", wait, review)
+	if got := status.Code(budgetStatus(ctx, err, "TokenReview")); got != codes.DeadlineExceeded {
+		t.Fatalf("the call that ended: %v (%v), want DeadlineExceeded", got, err)
 	}
 	close(turn)
-	if v := <-followerDone; v != "answer" {
-		t.Errorf("follower: %v, want the answer", v)
+	select {
+	case <-reviewed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the review was dropped with its call")
 	}
 }
 
-// A review that had no turn in time is RESOURCE_EXHAUSTED with a RetryInfo,
-// for a client to come back later; other failures are left to the caller.
+// A review that had no turn is RESOURCE_EXHAUSTED with a RetryInfo, for a
+// client to come back later; other failures are left to the caller.
 func TestAReviewWithNoTurnIsExhausted(t *testing.T) {
-	noTurn := func(context.Context) error { return context.DeadlineExceeded }
+	noTurn := func(context.Context) error { return fmt.Errorf("%w: %w", errNoTurn, context.DeadlineExceeded) }
 	_, err := shareReview(context.Background(), &singleflight.Group{}, "q", noTurn, nil)
 	st := budgetStatus(context.Background(), err, "SubjectAccessReview")
 	if status.Code(st) != codes.ResourceExhausted {
@@ -84,5 +52,60 @@ func TestAReviewWithNoTurnIsExhausted(t *testing.T) {
 	}
 	if budgetStatus(context.Background(), errors.New("connection refused"), "TokenReview") != nil {
 		t.Error("a failure of the API server was taken for the budget's")
+	}
+}
+
+// At most as many reviews wait as the budget serves in reviewTimeout; when
+// that many wait, a new one takes the place of the newest of the lane with
+// the most, as long as that lane keeps more than the newcomer's: a lane
+// flooding alone may fill the bound, and leaves room to every other.
+func TestWaitingReviewsAreSharedMaxMinFairly(t *testing.T) {
+	b := NewReviewBudget(0.5, 1) // 5 may wait
+	defer b.Stop()
+	if err := b.wait(context.Background(), "hosts/used"); err != nil { // the burst
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	left := make(chan error, 10)
+	waitIn := func(lane string) {
+		go func() { left <- b.wait(ctx, lane) }()
+	}
+	waitFor := func(total int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			b.mu.Lock()
+			n := b.total
+			b.mu.Unlock()
+			if n == total {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d waiting, want %d", n, total)
+			}
+		}
+	}
+	for range 5 {
+		waitIn("hosts/flood")
+		waitFor(len(b.waiting["hosts/flood"]))
+	}
+	waitFor(5)
+	displaced := func(lane string) {
+		t.Helper()
+		waitIn(lane)
+		if err := <-left; !errors.Is(err, errNoTurn) || !errors.Is(err, errDisplaced) {
+			t.Fatalf("a waiting review left with %v, want displaced", err)
+		}
+	}
+	displaced("hosts/a") // flood 4, a 1
+	displaced("hosts/a") // flood 3, a 2
+	if err := b.wait(ctx, "hosts/a"); !errors.Is(err, errNoTurn) || errors.Is(err, errDisplaced) {
+		t.Errorf("a third of a's, with flood's 3 and a's 2 waiting: %v, want refused", err)
+	}
+	displaced("hosts/b") // flood 2, a 2, b 1
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if got := [3]int{len(b.waiting["hosts/flood"]), len(b.waiting["hosts/a"]), len(b.waiting["hosts/b"])}; got != [3]int{2, 2, 1} || b.total != 5 {
+		t.Errorf("waiting flood, a, b = %v (total %d), want [2 2 1] (5)", got, b.total)
 	}
 }

@@ -158,8 +158,9 @@ func (i *Interceptor) authorize(ctx context.Context, method string, rule Rule, r
 	}
 	for _, a := range attrs {
 		d, err := i.authz.Authorize(ctx, id, a)
-		if _, isStatus := status.FromError(err); err != nil && isStatus {
-			return err // the call ended, or its review had no turn
+		switch status.Code(err) {
+		case codes.Canceled, codes.DeadlineExceeded, codes.ResourceExhausted:
+			return err // the call ended, or its review had no turn (budgetStatus)
 		}
 		if err != nil {
 			i.log.Warn("SubjectAccessReview failed", "method", method, "user", id.User, "err", err)
