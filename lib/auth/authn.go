@@ -37,6 +37,7 @@ type Authenticator struct {
 	anonymous bool
 	ttl       time.Duration
 	budget    *ReviewBudget // nil: reviews are not paced here
+	keys      *serviceAccountKeys
 	// accepted and refused keep the answers by the sha256 of their token,
 	// apart, so that made-up tokens never push a caller's out.
 	accepted *cache.LRUExpireCache
@@ -53,9 +54,15 @@ type tokenReview struct {
 
 // NewAuthenticator returns an authenticator that reviews tokens with
 // client (nil: tokens are answered UNAVAILABLE), each review within budget
-// (nil: unpaced).
+// (nil: unpaced), service account tokens checked first against the keys
+// client's discovery serves.
 func NewAuthenticator(cfg Config, client kubernetes.Interface, budget *ReviewBudget, log *slog.Logger) *Authenticator {
+	keys := &serviceAccountKeys{log: log, now: time.Now}
+	if client != nil {
+		keys.client = client.Discovery().RESTClient()
+	}
 	return &Authenticator{
+		keys:      keys,
 		client:    client,
 		audiences: cfg.audiences(),
 		anonymous: cfg.Anonymous,
@@ -167,8 +174,10 @@ func bearerToken(values []string, carrier string) (token string, present bool, e
 
 // reviewToken asks the API server who token is, or reuses its answer. The
 // caches are keyed by the token's hash, never the token; concurrent calls
-// with the same token share one review, which waits for a turn of host's
-// lane of the budget.
+// with the same token share one review, which waits for a turn of the
+// budget: in its tenant's lane for a service account token the cluster
+// signed, else in host's lane. A token claiming the cluster's issuer that
+// the cluster did not sign is refused without a review.
 func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*Identity, error) {
 	if a.client == nil {
 		return nil, apierr.New(codes.Unavailable, "NO_KUBERNETES_API", nil,
@@ -182,7 +191,14 @@ func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*I
 	if v, ok := a.refused.Get(key); ok {
 		return v.(*tokenReview).result()
 	}
-	wait := func(ctx context.Context) error { return a.budget.waitForHost(ctx, host) }
+	lane := hostLane(host)
+	switch check, tenant := a.keys.check(ctx, token); check {
+	case forged:
+		return nil, unauthenticated("the bearer token was refused: it claims to be the cluster's service account token, and none of the cluster's keys signed it")
+	case signed:
+		lane = tenantLane(tenant)
+	}
+	wait := func(ctx context.Context) error { return a.budget.wait(ctx, lane) }
 	v, err := shareReview(ctx, &a.inflight, key, wait, func(reviewCtx context.Context) (any, error) {
 		review, err := a.client.AuthenticationV1().TokenReviews().Create(reviewCtx, &authenticationv1.TokenReview{
 			Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: a.audiences},

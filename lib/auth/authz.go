@@ -97,7 +97,7 @@ func (r *SubjectAccessReviewer) Authorize(ctx context.Context, id *Identity, a A
 	if v, ok := r.cache.Get(key); ok {
 		return v.(Decision), nil
 	}
-	wait := func(ctx context.Context) error { return r.budget.waitForTenant(ctx, id.Tenant()) }
+	wait := func(ctx context.Context) error { return r.budget.wait(ctx, tenantLane(id.Tenant())) }
 	v, err := shareReview(ctx, &r.inflight, key, wait, func(reviewCtx context.Context) (any, error) {
 		spec := authorizationv1.SubjectAccessReviewSpec{
 			User:   id.User,

@@ -64,18 +64,14 @@ func (b *ReviewBudget) Stop() {
 	}
 }
 
-// waitForHost waits for a turn of the host's lane; a nil budget never waits.
-func (b *ReviewBudget) waitForHost(ctx context.Context, host string) error {
-	return b.wait(ctx, "hosts/"+host)
-}
+// hostLane is the lane of the reviews of calls from host.
+func hostLane(host string) string { return "hosts/" + host }
 
-// waitForTenant waits for a turn of the tenant's lane; a nil budget never
-// waits.
-func (b *ReviewBudget) waitForTenant(ctx context.Context, tenant string) error {
-	return b.wait(ctx, "tenants/"+tenant)
-}
+// tenantLane is the lane of the reviews of tenant's calls.
+func tenantLane(tenant string) string { return "tenants/" + tenant }
 
-// wait waits for a turn of lane, within ctx, or fails with errNoTurn.
+// wait waits for a turn of lane, within ctx, or fails with errNoTurn; a
+// nil budget never waits.
 func (b *ReviewBudget) wait(ctx context.Context, lane string) error {
 	if b == nil {
 		return nil

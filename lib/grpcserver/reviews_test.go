@@ -32,7 +32,7 @@ func TestAFloodOfMadeUpTokensFromOneHostLeavesAnotherHostItsTurn(t *testing.T) {
 	cluster := newFakeCluster()
 	cluster.tokens["alice-token"] = authenticationv1.UserInfo{Username: "alice"}
 	srv := authServer(t, cluster, nil)
-	flood(t, srv, net.IPv4(127, 0, 0, 2), func(ctx context.Context, conn *grpc.ClientConn, call string) {
+	flood(t, srv, hosts(1), func(ctx context.Context, conn *grpc.ClientConn, call string) {
 		_, _ = jobplanev1.NewPlannerServiceClient(conn).ValidateJob(bearerCtx(ctx, "made-up-"+call), &jobplanev1.ValidateJobRequest{})
 	})
 	waitFor(t, "the flood's reviews past the burst", func() bool { return cluster.count("tokenreviews") > floodBurst })
@@ -58,7 +58,7 @@ func TestAFloodOfUncachedQuestionsFromOneTenantLeavesAnotherTenantItsTurn(t *tes
 	executor := jobplanev1.NewExecutorServiceClient(srv.Conn)
 	_, err := executor.ListJobs(bearer("alice-token"), &jobplanev1.ListJobsRequest{Namespace: "b"})
 	wantCode(t, err, codes.PermissionDenied) // her token is reviewed, and kept
-	flood(t, srv, net.IPv4(127, 0, 0, 1), func(ctx context.Context, conn *grpc.ClientConn, call string) {
+	flood(t, srv, []net.IP{net.IPv4(127, 0, 0, 1)}, func(ctx context.Context, conn *grpc.ClientConn, call string) {
 		_, _ = jobplanev1.NewExecutorServiceClient(conn).ListJobs(bearerCtx(ctx, "mallory-token"), &jobplanev1.ListJobsRequest{Namespace: "ns-" + call})
 	})
 	waitFor(t, "the flood's reviews past the burst", func() bool { return cluster.count("subjectaccessreviews") > floodBurst })
@@ -71,25 +71,28 @@ func TestAFloodOfUncachedQuestionsFromOneTenantLeavesAnotherTenantItsTurn(t *tes
 	}
 }
 
-// flood makes calls from ip, 200 at once on four connections, until the
-// test ends; call names each call uniquely.
-func flood(t testing.TB, srv *grpctest.Server, ip net.IP, call func(ctx context.Context, conn *grpc.ClientConn, call string)) {
+// flood makes 200 calls at once from the hosts of ips, on a connection
+// each (four for one host), until the test ends; call names each call
+// uniquely.
+func flood(t testing.TB, srv *grpctest.Server, ips []net.IP, call func(ctx context.Context, conn *grpc.ClientConn, call string)) {
 	t.Helper()
-	from := grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
-		return d.DialContext(ctx, "tcp", addr)
-	})
 	ctx, cancel := context.WithCancel(context.Background())
 	var calls sync.WaitGroup
 	t.Cleanup(calls.Wait)
 	t.Cleanup(cancel)
-	for c := range 4 {
+	conns := max(4, len(ips))
+	for c := range conns {
+		ip := ips[c%len(ips)]
+		from := grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
+			return d.DialContext(ctx, "tcp", addr)
+		})
 		conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()), from)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
-		for g := range 50 {
+		for g := range 200 / conns {
 			calls.Go(func() {
 				for n := 0; ctx.Err() == nil; n++ {
 					call(ctx, conn, fmt.Sprintf("%d-%d-%d", c, g, n))
@@ -97,6 +100,15 @@ func flood(t testing.TB, srv *grpctest.Server, ip net.IP, call func(ctx context.
 			})
 		}
 	}
+}
+
+// hosts are the n loopback addresses from 127.0.0.2.
+func hosts(n int) []net.IP {
+	ips := make([]net.IP, n)
+	for i := range ips {
+		ips[i] = net.IPv4(127, 0, 0, byte(2+i))
+	}
+	return ips
 }
 
 // Refused tokens are kept apart from accepted ones: made-up tokens, however
