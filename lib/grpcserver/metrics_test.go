@@ -3,10 +3,12 @@ package grpcserver_test
 import (
 	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -231,8 +233,9 @@ func (b *blockingCollector) Collect(chan<- prometheus.Metric) {
 	<-b.release
 }
 
-// The metrics port serves so many scrapes at once and answers the others
-// 429 with Retry-After, at once; its probes are never held back.
+// The metrics port serves so many scrapes at once, half of them from one
+// host, and answers the others 429 with Retry-After, at once; its probes
+// are never held back.
 func TestScrapesAreBounded(t *testing.T) {
 	srv := authServer(t, newFakeCluster(), func(c *grpcserver.Config) {
 		c.MetricsAddr = "127.0.0.1:0"
@@ -240,19 +243,30 @@ func TestScrapesAreBounded(t *testing.T) {
 	})
 	slow := &blockingCollector{entered: make(chan struct{}), release: make(chan struct{})}
 	srv.Registry().MustRegister(slow)
+	from := func(ip net.IP) *http.Client {
+		return &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}).DialContext}}
+	}
+	refused := func(what string, client *http.Client) {
+		t.Helper()
+		client.Timeout = 5 * time.Second // served, it would wait for the slow collector
+		resp, err := client.Get(srv.MetricsURL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: %d, Retry-After %q; want 429 with Retry-After", what, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
 	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() { scrape(t, http.DefaultClient, srv.MetricsURL+"/metrics", "") })
+	for i, ip := range []net.IP{net.IPv4(127, 0, 0, 2), net.IPv4(127, 0, 0, 2), net.IPv4(127, 0, 0, 3), net.IPv4(127, 0, 0, 3)} {
+		wg.Go(func() { scrape(t, from(ip), srv.MetricsURL+"/metrics", "") })
 		<-slow.entered
+		if i == 1 {
+			refused("a third scrape from a host with two in flight", from(ip))
+		}
 	}
-	resp, err := http.Get(srv.MetricsURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("a fifth scrape: %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
-	}
+	refused("a fifth scrape", from(net.IPv4(127, 0, 0, 1)))
 	checkMetricsCases(t, http.DefaultClient, srv.MetricsURL, []metricsCase{
 		{"liveness beside four scrapes", "/healthz", "", http.StatusOK, "ok"},
 		{"readiness beside four scrapes", "/readyz", "", http.StatusOK, "ok"},

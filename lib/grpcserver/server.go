@@ -645,9 +645,9 @@ func (s *Server) httpHandler() http.Handler {
 	// Scrapes (and the token reviews of their callers) are bounded as
 	// gRPC calls are; the probes below are not, and cost nothing.
 	if s.cfg.Auth.AllowUnauthenticatedMetrics {
-		mux.Handle("/", limitInFlight(maxScrapes, guarded))
+		mux.Handle("/", limitInFlight(maxScrapes, maxScrapesPerHost, guarded))
 	} else {
-		mux.Handle("/", limitInFlight(maxScrapes, auth.NonResourceHandler(s.authn, s.authz, s.log, guarded)))
+		mux.Handle("/", limitInFlight(maxScrapes, maxScrapesPerHost, auth.NonResourceHandler(s.authn, s.authz, s.log, guarded)))
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if s.stopping.Load() {
@@ -671,22 +671,48 @@ func (s *Server) httpHandler() http.Handler {
 }
 
 // maxScrapes is how many requests to the metrics port (but its probes) are
-// served at once; Prometheus scrapes a target one at a time.
-const maxScrapes = 4
+// served at once, maxScrapesPerHost from one host: Prometheus scrapes a
+// target one at a time, and a host sending requests that wait (their
+// callers' reviews) leaves the others' seats free.
+const (
+	maxScrapes        = 4
+	maxScrapesPerHost = 2
+)
 
-// limitInFlight serves at most n requests of h at once and answers the
-// others 429 Too Many Requests with Retry-After, at once.
-func limitInFlight(n int, h http.Handler) http.Handler {
-	seats := make(chan struct{}, n)
+// limitInFlight serves at most n requests of h at once, perHost from one
+// host, and answers the others 429 Too Many Requests with Retry-After, at
+// once.
+func limitInFlight(n, perHost int, h http.Handler) http.Handler {
+	var mu sync.Mutex
+	inFlight, byHost := 0, map[string]int{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case seats <- struct{}{}:
-			defer func() { <-seats }()
-			h.ServeHTTP(w, r)
-		default:
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, fmt.Sprintf("%d requests in flight, the most allowed; retry later", n), http.StatusTooManyRequests)
+		host := r.RemoteAddr
+		if addr, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+			if ip := net.ParseIP(addr); ip != nil {
+				host = auth.HostOf(ip)
+			}
 		}
+		mu.Lock()
+		seated := inFlight < n && byHost[host] < perHost
+		if seated {
+			inFlight++
+			byHost[host]++
+		}
+		mu.Unlock()
+		if !seated {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, fmt.Sprintf("%d requests in flight, or %d from this host, the most allowed; retry later", n, perHost), http.StatusTooManyRequests)
+			return
+		}
+		defer func() {
+			mu.Lock()
+			defer mu.Unlock()
+			inFlight--
+			if byHost[host]--; byHost[host] == 0 {
+				delete(byHost, host)
+			}
+		}()
+		h.ServeHTTP(w, r)
 	})
 }
 
