@@ -24,16 +24,21 @@ import (
 // the API server publishes the keys that sign them (service account issuer
 // discovery: /.well-known/openid-configuration and /openid/v1/jwks, which
 // every service account may read), so a token claiming to be the cluster's
-// whose signature does not verify is made up, and is refused without a
-// TokenReview; one whose signature verifies names its service account
-// truthfully, and its review waits in its tenant's lane rather than its
-// host's. A made-up token can then take no turn of the reviews, from
-// however many hosts it comes. The TokenReview still decides: a signed
-// token may be expired, for another audience, or bound to a deleted pod.
+// and one of its keys whose signature does not verify is made up, and is
+// refused without a TokenReview; one whose signature verifies names its
+// service account truthfully, and its review waits in its tenant's lane
+// rather than its host's (the hosts' lanes together get at most half the
+// turns while tenants' wait). A made-up token of the cluster's issuer and
+// key can then take no turn of the reviews, from however many hosts it
+// comes; one of another issuer or key is reviewed in its host's lane, as
+// any token the cluster may accept through another authenticator. The
+// TokenReview still decides: a signed token may be expired, for another
+// audience, or bound to a deleted pod.
 
 // serviceAccountKeys holds the cluster's issuer and signing keys, read
-// again when a token names a key it does not hold (a key rotation), at most
-// once per keysRefreshEvery.
+// when first needed and again, in the background, when a token of the
+// issuer names a key it does not hold (a key rotation), at most once per
+// keysRefreshEvery.
 type serviceAccountKeys struct {
 	client rest.Interface // nil: no discovery to read; every token is reviewed
 	log    *slog.Logger
@@ -44,14 +49,14 @@ type serviceAccountKeys struct {
 	keys    map[string]crypto.PublicKey // by key id
 	fetched time.Time                   // zero: never read
 	failed  bool                        // the last read failed
+	reading bool                        // a read is under way
 
 	refresh singleflight.Group
 }
 
 const (
 	// keysRefreshEvery bounds how often tokens naming an unknown key make
-	// the keys be read again: a flood of made-up key ids waits for the
-	// next read rather than causing one each.
+	// the keys be read again.
 	keysRefreshEvery = time.Second
 	// keysRetryAfterFailure is how long tokens go unchecked after the keys
 	// could not be read (the API server down, or discovery not allowed).
@@ -62,11 +67,12 @@ const (
 type tokenCheck int
 
 const (
-	// unchecked: not a token of the cluster's issuer, or its keys are not
-	// known; it is reviewed as any other.
+	// unchecked: not a token of the cluster's issuer, or signed by a key
+	// the cluster does not publish (a new one, or one kept out of
+	// discovery), or the keys cannot be read; it is reviewed as any other.
 	unchecked tokenCheck = iota
-	// forged: it claims the cluster's issuer, and no key of the cluster
-	// signed it.
+	// forged: it claims the cluster's issuer and one of its keys, and no
+	// key of the cluster signed it.
 	forged
 	// signed: the cluster signed it, for the service account it names.
 	signed
@@ -90,62 +96,72 @@ func (k *serviceAccountKeys) check(ctx context.Context, token string) (tokenChec
 	if !ok {
 		return unchecked, ""
 	}
-	issuer, key, known := k.keyFor(ctx, t.kid)
+	issuer, keys := k.current(ctx)
 	if issuer == "" || t.issuer != issuer {
 		return unchecked, ""
 	}
-	if !known || !verifySignature(key, t) {
-		return forged, ""
+	// The named key first; then the others, as the API server tries them
+	// for a token naming none, or one it does not match.
+	if key := keys[t.kid]; key != nil && verifySignature(key, t) {
+		return signed, (&Identity{User: t.sub}).Tenant()
 	}
-	return signed, (&Identity{User: t.sub}).Tenant()
-}
-
-// keyFor is the cluster's issuer and its key kid. A kid not held makes
-// the keys be read again (a rotation), at most once per keysRefreshEvery:
-// callers meanwhile wait for the next read. The issuer is "" while the
-// keys cannot be read: tokens are then unchecked.
-func (k *serviceAccountKeys) keyFor(ctx context.Context, kid string) (issuer string, key crypto.PublicKey, known bool) {
-	k.mu.Lock()
-	issuer, key = k.issuer, k.keys[kid]
-	since, never, failed := k.now().Sub(k.fetched), k.fetched.IsZero(), k.failed
-	k.mu.Unlock()
-	switch {
-	case key != nil:
-		return issuer, key, true
-	case failed && since < keysRetryAfterFailure:
-		return "", nil, false
-	case !never && since < keysRefreshEvery:
-		wait := time.NewTimer(keysRefreshEvery - since)
-		defer wait.Stop()
-		select {
-		case <-wait.C:
-		case <-ctx.Done():
-			return issuer, nil, false
+	for kid, key := range keys {
+		if kid != t.kid && verifySignature(key, t) {
+			return signed, (&Identity{User: t.sub}).Tenant()
 		}
 	}
-	_, _, _ = k.refresh.Do("keys", func() (any, error) { k.readIfStale(ctx); return nil, nil })
+	if keys[t.kid] != nil {
+		return forged, ""
+	}
+	if k.startRead() { // a key the cluster started signing with?
+		go k.read(context.WithoutCancel(ctx))
+	}
+	return unchecked, ""
+}
+
+// current is the cluster's issuer and keys, read first by the first
+// caller (the others wait for it); "" while they cannot be read.
+func (k *serviceAccountKeys) current(ctx context.Context) (string, map[string]crypto.PublicKey) {
+	k.mu.Lock()
+	never, failed, since := k.fetched.IsZero(), k.failed, k.now().Sub(k.fetched)
+	k.mu.Unlock()
+	if never || (failed && since >= keysRetryAfterFailure) {
+		_, _, _ = k.refresh.Do("keys", func() (any, error) {
+			if k.startRead() {
+				k.read(ctx)
+			}
+			return nil, nil
+		})
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.failed {
-		return "", nil, false
+		return "", nil
 	}
-	return k.issuer, k.keys[kid], k.keys[kid] != nil
+	return k.issuer, k.keys
 }
 
-// readIfStale reads the issuer and keys from the API server, unless they
-// were read within keysRefreshEvery (by the callers of a moment ago).
-func (k *serviceAccountKeys) readIfStale(ctx context.Context) {
+// startRead claims the next read of the keys: false when they were read
+// within keysRefreshEvery, or within keysRetryAfterFailure of a failed
+// read, or are being read.
+func (k *serviceAccountKeys) startRead() bool {
 	k.mu.Lock()
-	stale := k.fetched.IsZero() || k.now().Sub(k.fetched) >= keysRefreshEvery
-	k.mu.Unlock()
-	if !stale {
-		return
-	}
+	defer k.mu.Unlock()
+	since := k.now().Sub(k.fetched)
+	stale := !k.reading && (k.fetched.IsZero() || since >= keysRefreshEvery && (!k.failed || since >= keysRetryAfterFailure))
+	k.reading = k.reading || stale
+	return stale
+}
+
+// read reads the issuer and keys from the API server (startRead claimed
+// it); a failure leaves tokens unchecked for keysRetryAfterFailure.
+func (k *serviceAccountKeys) read(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	issuer, keys, err := k.fetch(ctx)
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.reading = false
 	k.fetched = k.now()
 	k.failed = err != nil
 	if err != nil {
@@ -244,9 +260,12 @@ func parseJWT(token string) (jwt, bool) {
 	var t jwt
 	var h struct{ Alg, Kid string }
 	var c struct{ Iss, Sub string }
-	hb, err1 := base64.RawURLEncoding.DecodeString(header)
-	pb, err2 := base64.RawURLEncoding.DecodeString(payload)
-	sig, err3 := base64.RawURLEncoding.DecodeString(signature)
+	// Strict: one token has one spelling, so that a leaked token cannot be
+	// spelled anew for another review (a cache miss) each time.
+	b64 := base64.RawURLEncoding.Strict()
+	hb, err1 := b64.DecodeString(header)
+	pb, err2 := b64.DecodeString(payload)
+	sig, err3 := b64.DecodeString(signature)
 	if err1 != nil || err2 != nil || err3 != nil || json.Unmarshal(hb, &h) != nil || json.Unmarshal(pb, &c) != nil {
 		return jwt{}, false
 	}

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -10,10 +11,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,10 +34,12 @@ type issuerServer struct {
 	mu        sync.Mutex
 	keys      map[string]crypto.PublicKey
 	forbidden bool
-	reads     atomic.Int32
+	reads     atomic.Int32 // of the keys
+	requests  atomic.Int32 // of either document
 }
 
 func (s *issuerServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.forbidden {
@@ -146,10 +151,13 @@ func TestServiceAccountTokensAreCheckedAgainstTheClustersKeys(t *testing.T) {
 		{"not signed", signedToken(t, "RS256", "rsa", saClaims(testIssuer), nil), forged, ""},
 		{"alg none", signedToken(t, "none", "rsa", saClaims(testIssuer), nil), forged, ""},
 		{"an RSA signature said to be ECDSA", signedToken(t, "ES256", "rsa", saClaims(testIssuer), rsaKey), forged, ""},
-		{"a key the cluster does not have", signedToken(t, "RS256", "made-up", saClaims(testIssuer), otherKey), forged, ""},
+		{"naming no key, signed by the cluster's", signedToken(t, "RS256", "", saClaims(testIssuer), rsaKey), signed, "namespace:team-a"},
+		{"naming the EC key, signed by the RSA one", signedToken(t, "RS256", "ec", saClaims(testIssuer), rsaKey), signed, "namespace:team-a"},
+		{"a key the cluster does not publish", signedToken(t, "RS256", "made-up", saClaims(testIssuer), otherKey), unchecked, ""},
 		{"another issuer's", signedToken(t, "RS256", "rsa", saClaims("https://idp.example.com"), otherKey), unchecked, ""},
 		{"not a JWT", "made-up-token", unchecked, ""},
 		{"three parts, not base64", "a.b.c", unchecked, ""},
+		{"spelled anew (non-canonical base64)", respelled(signedToken(t, "RS256", "rsa", saClaims(testIssuer), rsaKey)), unchecked, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,8 +169,9 @@ func TestServiceAccountTokensAreCheckedAgainstTheClustersKeys(t *testing.T) {
 	}
 }
 
-// A key the cluster starts signing with is read again when a token names
-// it; tokens naming keys it does not have read the keys at most once per
+// A key the cluster starts signing with is read again, in the background,
+// when a token names it; tokens naming keys it does not have, and tokens of
+// other issuers, wait for no read and read the keys at most once per
 // keysRefreshEvery, however many.
 func TestTheKeysAreReadAgainForANewKeyOnly(t *testing.T) {
 	issuer, keys := keysOf(t)
@@ -173,41 +182,139 @@ func TestTheKeysAreReadAgainForANewKeyOnly(t *testing.T) {
 	}
 	rotated := newRSAKey(t)
 	issuer.publish("new", &rotated.PublicKey)
-	if got, _ := keys.check(context.Background(), signedToken(t, "RS256", "new", saClaims(testIssuer), rotated)); got != signed {
-		t.Fatalf("a token of the new key: %v, want signed", got)
+	time.Sleep(keysRefreshEvery)
+	newToken := signedToken(t, "RS256", "new", saClaims(testIssuer), rotated)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got, _ := keys.check(context.Background(), newToken)
+		if got == signed {
+			break
+		}
+		if got != unchecked || time.Now().After(deadline) {
+			t.Fatalf("a token of the new key: %v, want unchecked until the keys are read again, then signed", got)
+		}
 	}
 	before := issuer.reads.Load()
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range 50 {
+	for i := range 50 {
 		wg.Go(func() {
-			if got, _ := keys.check(context.Background(), signedToken(t, "RS256", "made-up", saClaims(testIssuer), old)); got != forged {
-				t.Errorf("a made-up key: %v, want forged", got)
+			token := signedToken(t, "RS256", "made-up", saClaims(testIssuer), newRSAKeyFor(t, i))
+			if i%2 == 1 {
+				token = signedToken(t, "RS256", "old", saClaims("https://idp.example.com"), old)
+			}
+			if got, _ := keys.check(context.Background(), token); got != unchecked {
+				t.Errorf("a made-up key or another issuer: %v, want unchecked", got)
 			}
 		})
 	}
 	wg.Wait()
+	if waited := time.Since(start); waited > keysRefreshEvery {
+		t.Errorf("50 checks took %s: they waited for reads", waited)
+	}
 	if reads, most := issuer.reads.Load()-before, int32(time.Since(start)/keysRefreshEvery)+1; reads > most {
-		t.Errorf("%d reads of the keys for 50 tokens of a made-up key in %s, want at most %d", reads, time.Since(start).Round(time.Millisecond), most)
+		t.Errorf("%d reads of the keys for 50 tokens of made-up keys or other issuers, want at most %d", reads, most)
 	}
 }
 
 // Keys that cannot be read (the API server refuses discovery) leave every
-// token unchecked, to be reviewed, and are not asked again at once.
+// token unchecked, to be reviewed, and are asked for again only after
+// keysRetryAfterFailure: then tokens are checked again.
 func TestUnreadableKeysLeaveTokensUnchecked(t *testing.T) {
 	issuer, keys := keysOf(t)
+	now := time.Now()
+	keys.now = func() time.Time { return now }
 	key := newRSAKey(t)
 	issuer.publish("k", &key.PublicKey)
 	issuer.forbidden = true
+	forgedToken := signedToken(t, "RS256", "k", saClaims(testIssuer), nil)
 	for range 3 {
-		if got, _ := keys.check(context.Background(), signedToken(t, "RS256", "k", saClaims(testIssuer), nil)); got != unchecked {
+		if got, _ := keys.check(context.Background(), forgedToken); got != unchecked {
 			t.Errorf("with the keys unreadable: %v, want unchecked", got)
 		}
 	}
-	if n := issuer.reads.Load(); n != 0 {
-		t.Errorf("%d reads of the keys served, want none", n)
+	if n := issuer.requests.Load(); n != 1 {
+		t.Errorf("%d requests for the keys, want 1 within keysRetryAfterFailure", n)
+	}
+	issuer.mu.Lock()
+	issuer.forbidden = false
+	issuer.mu.Unlock()
+	now = now.Add(keysRetryAfterFailure)
+	if got, _ := keys.check(context.Background(), forgedToken); got != forged {
+		t.Errorf("with the keys readable again: %v, want forged", got)
 	}
 }
+
+// EC keys of every curve the API server signs with, their coordinates as
+// short as big-endian integers may write them, are read and verify.
+func TestECKeysOfEachCurveAreRead(t *testing.T) {
+	for _, curve := range []elliptic.Curve{elliptic.P256(), elliptic.P384(), elliptic.P521()} {
+		t.Run(curve.Params().Name, func(t *testing.T) {
+			size := (curve.Params().BitSize + 7) / 8
+			var key *ecdsa.PrivateKey
+			var point []byte
+			for point == nil || point[1] != 0 { // an x coordinate with a leading zero byte
+				var err error
+				if key, err = ecdsa.GenerateKey(curve, rand.Reader); err != nil {
+					t.Fatal(err)
+				}
+				if point, err = key.PublicKey.Bytes(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			x := bytes.TrimLeft(point[1:1+size], "\x00")
+			jwks := fmt.Sprintf(`{"keys":[{"kty":"EC","kid":"k","crv":%q,"x":%q,"y":%q}]}`, curve.Params().Name,
+				base64.RawURLEncoding.EncodeToString(x), base64.RawURLEncoding.EncodeToString(point[1+size:]))
+			keys, err := parseJWKS([]byte(jwks))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hash := map[int]crypto.Hash{256: crypto.SHA256, 384: crypto.SHA384, 521: crypto.SHA512}[curve.Params().BitSize]
+			alg := map[crypto.Hash]string{crypto.SHA256: "ES256", crypto.SHA384: "ES384", crypto.SHA512: "ES512"}[hash]
+			signedInput := "e30.e30" // {}.{}
+			h := hash.New()
+			h.Write([]byte(signedInput))
+			r, sig, err := ecdsa.Sign(rand.Reader, key, h.Sum(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			signature := append(r.FillBytes(make([]byte, size)), sig.FillBytes(make([]byte, size))...)
+			if !verifySignature(keys["k"], jwt{alg: alg, signed: []byte(signedInput), signature: signature}) {
+				t.Error("a signature of the key does not verify")
+			}
+		})
+	}
+}
+
+// respelled is token with its signature's last character changed to one
+// that decodes to the same bytes in lenient base64 (its unused low bits
+// set), or token unchanged when none does.
+func respelled(token string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, token[len(token)-1])
+	if len(token[strings.LastIndexByte(token, '.')+1:])%4 == 2 && last%16 == 0 {
+		return token[:len(token)-1] + string(alphabet[last+1])
+	}
+	if len(token[strings.LastIndexByte(token, '.')+1:])%4 == 3 && last%4 == 0 {
+		return token[:len(token)-1] + string(alphabet[last+1])
+	}
+	return token
+}
+
+// newRSAKeyFor is a key of its own for the i-th of many tokens: the same
+// few keys, generated once.
+func newRSAKeyFor(t *testing.T, i int) *rsa.PrivateKey {
+	spareOnce.Do(func() {
+		for range 2 {
+			spare = append(spare, newRSAKey(t))
+		}
+	})
+	return spare[i%len(spare)]
+}
+
+var (
+	spareOnce sync.Once
+	spare     []*rsa.PrivateKey
+)
 
 func newRSAKey(t *testing.T) *rsa.PrivateKey {
 	t.Helper()
