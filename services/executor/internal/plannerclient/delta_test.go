@@ -39,6 +39,9 @@ type deltaPlanner struct {
 	// maxMessage is the largest request it takes, 64 MiB when 0: a larger
 	// one ends the stream, as the chassis does.
 	maxMessage int
+	// maxStreams: the streams it opens, then refuses (0: any number), as
+	// the chassis refuses a caller past -max-streams-per-caller.
+	maxStreams int
 
 	mu    sync.Mutex
 	kinds []string // "full" or "delta N/M" (upserted/removed), "+" when partial, in order
@@ -55,14 +58,17 @@ type heldSnapshot struct {
 }
 
 func (f *deltaPlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1.StreamPlanSyncRequest, jobplanev1.StreamPlanSyncResponse]) error {
-	limit := cmp.Or(f.maxMessage, 64<<20)
-	if err := sendMaxMessage(stream, limit); err != nil {
-		return err
-	}
 	f.mu.Lock()
 	f.opened++
 	n := f.opened
 	f.mu.Unlock()
+	if f.maxStreams > 0 && n > f.maxStreams {
+		return status.Error(codes.ResourceExhausted, "too many streams")
+	}
+	limit := cmp.Or(f.maxMessage, 64<<20)
+	if err := sendMaxMessage(stream, limit); err != nil {
+		return err
+	}
 	held := map[string]*heldSnapshot{}
 	for {
 		req, err := stream.Recv()
@@ -461,7 +467,7 @@ func TestASyncInPartsCancelledLeavesNothingWaiting(t *testing.T) {
 		t.Fatalf("plan after it = %q, %v", summary, err)
 	}
 	waiting := 0
-	for _, s := range c.streams {
+	for _, s := range c.current() {
 		s.mu.Lock()
 		waiting += len(s.waiting)
 		s.mu.Unlock()
@@ -469,6 +475,31 @@ func TestASyncInPartsCancelledLeavesNothingWaiting(t *testing.T) {
 	if waiting != 0 || impl.streams.Load() != 2 {
 		t.Errorf("%d requests still waiting, %d streams opened; want none and 2 (a lane each)", waiting, impl.streams.Load())
 	}
+}
+
+// A planner that refuses the executor a second stream (its
+// -max-streams-per-caller at 1) costs a large Job's sync one retry: its
+// snapshots then go on the syncs lane, in quarters.
+func TestARefusedBulkLaneLeavesTheSyncsLane(t *testing.T) {
+	f := &deltaPlanner{maxMessage: 1500, maxStreams: 1}
+	c := newClient(t, startPlannerImpl(t, f))
+	large := newWorld("large", 60)
+	if _, err := planSnapshot(t, c, large); err == nil {
+		t.Fatal("planned on a refused stream")
+	}
+	eventually(t, 5*time.Second, "the large Job planned on the syncs lane", func() bool {
+		_, err := planSnapshot(t, c, large)
+		return err == nil
+	})
+	kinds, on := f.sent()
+	if len(kinds) < 5 || kinds[0] != "full+" || slices.Max(on) != 1 {
+		t.Errorf("sent %q on streams %v, want the snapshot in quarters on the first stream", kinds, on)
+	}
+	if n := c.BrokenStreams(); n != 1 {
+		t.Errorf("%d streams broke, want 1 (the refused one)", n)
+	}
+	large.succeed(0)
+	mustPlan(t, c, large, "delta 1/0", f)
 }
 
 // On the syncs lane a request in parts goes in parts of a quarter of what
@@ -513,6 +544,33 @@ func TestALargeSnapshotGoesOnAStreamOfItsOwn(t *testing.T) {
 	}
 	if want := []int{1, 2, 1, 2}; !slices.Equal(on, want) {
 		t.Errorf("sent on streams %v, want %v: the large Job's on a stream of its own", on, want)
+	}
+	if n := c.BrokenStreams(); n != 0 {
+		t.Errorf("%d streams broke, want none", n)
+	}
+}
+
+// A Job whose full snapshot goes on the other lane (it grew, or its base
+// was lost) is recorded on that lane alone: its next delta goes there, and
+// the lane it left keeps no record of it.
+func TestAJobsBaseIsOnOneLaneOnly(t *testing.T) {
+	f := &deltaPlanner{maxMessage: 1500}
+	c := newClient(t, startPlannerImpl(t, f))
+	grown := newWorld("grown", 2)
+	mustPlan(t, c, grown, "full", f)
+	// Sent in full with its new pods (as after a lost base): the bulk lane.
+	grown.pods = append(grown.pods, newWorld("more", 20).pods...)
+	if _, err := c.planInFull(context.Background(), grown.snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	streams := c.current()
+	if b := streams[syncs].takeBase(grown.job.UID); b != nil {
+		t.Error("the syncs lane still records the Job's base")
+	}
+	grown.succeed(0)
+	mustPlan(t, c, grown, "delta 1/0", f)
+	if _, on := f.sent(); on[len(on)-1] != 2 {
+		t.Errorf("the delta went on stream %d, want 2 (the bulk lane, which holds its base)", on[len(on)-1])
 	}
 }
 

@@ -40,15 +40,25 @@ type Client struct {
 	planner jobplanev1.PlannerServiceClient
 	health  healthpb.HealthClient
 
-	mu      sync.Mutex
-	streams [lanes]*stream
-	nextID  uint64
-	retryAt time.Time
-	backoff time.Duration
+	mu     sync.Mutex
+	lanes  [lanes]laneState
+	nextID uint64
 
 	fullResends atomic.Int64
 	sentInParts atomic.Int64
 	opened      atomic.Int64
+	broke       atomic.Int64
+}
+
+// laneState is a lane's current stream, and when to open the next.
+type laneState struct {
+	stream  *stream
+	retryAt time.Time
+	backoff time.Duration
+	// refusedUntil: the planner refused the lane's stream
+	// (RESOURCE_EXHAUSTED: too many streams for the executor); until then
+	// the bulk lane's snapshots go on the syncs lane.
+	refusedUntil time.Time
 }
 
 // lane is what a stream carries.
@@ -118,6 +128,9 @@ const (
 	headerWait = time.Second
 	minBackoff = 100 * time.Millisecond
 	maxBackoff = 5 * time.Second
+	// refusedLaneRetry is how long a lane whose stream the planner refused
+	// is left unused.
+	refusedLaneRetry = time.Minute
 )
 
 // New returns a client of the planner reached through conn.
@@ -176,7 +189,7 @@ func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*job
 			p, err := c.exchange(ctx, s, requests)
 			if err == nil {
 				base.ID = id
-				s.putBase(uid, base, p)
+				c.putBase(s, uid, base, p)
 				return p, nil
 			}
 			if !baseUnknown(err) {
@@ -189,7 +202,8 @@ func (c *Client) PlanSnapshot(ctx context.Context, snap *libplan.Snapshot) (*job
 }
 
 // planInFull sends snap in full: on the syncs lane, or on the bulk lane
-// when it is larger than a quarter of what the planner takes.
+// when it is larger than a quarter of what the planner takes (and the
+// planner has not refused the bulk lane's stream lately).
 func (c *Client) planInFull(ctx context.Context, snap *libplan.Snapshot) (*jobplanev1.SyncPlan, error) {
 	s, id, err := c.open(syncs)
 	if err != nil {
@@ -199,7 +213,7 @@ func (c *Client) planInFull(ctx context.Context, snap *libplan.Snapshot) (*jobpl
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encoding the snapshot: %v", err)
 	}
-	if limit := s.largestMessage(ctx); limit > 0 && req.Size() > limit/4 {
+	if limit := s.largestMessage(ctx); limit > 0 && req.Size() > limit/4 && c.usable(bulk) {
 		// The id stays: ids are the client's, unique across its streams.
 		if s, _, err = c.open(bulk); err != nil {
 			return nil, err
@@ -211,18 +225,45 @@ func (c *Client) planInFull(ctx context.Context, snap *libplan.Snapshot) (*jobpl
 	}
 	p, err := c.exchange(ctx, s, requests)
 	if err == nil {
-		s.putBase(snap.Job.UID, snap.Record(id), p)
+		c.putBase(s, snap.Job.UID, snap.Record(id), p)
 	}
 	return p, err
+}
+
+// usable says whether the planner has not refused lane l's stream lately.
+func (c *Client) usable(l lane) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !time.Now().Before(c.lanes[l].refusedUntil)
+}
+
+// putBase records b as the Job's last snapshot on s, planned with p, and
+// forgets any record of it on another lane (a Job whose full snapshot
+// changed lanes), which the planner no longer holds as its base.
+func (c *Client) putBase(s *stream, uid types.UID, b *libplan.Sent, p *jobplanev1.SyncPlan) {
+	s.putBase(uid, b, p)
+	for _, other := range c.current() {
+		if other != nil && other != s {
+			other.takeBase(uid)
+		}
+	}
+}
+
+// current is each lane's current stream, nil where none is open.
+func (c *Client) current() [lanes]*stream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var streams [lanes]*stream
+	for l := range c.lanes {
+		streams[l] = c.lanes[l].stream
+	}
+	return streams
 }
 
 // takeBase removes and returns the record of the Job's last snapshot a
 // current stream holds, and that stream.
 func (c *Client) takeBase(uid types.UID) (*stream, *libplan.Sent) {
-	c.mu.Lock()
-	streams := c.streams
-	c.mu.Unlock()
-	for _, s := range streams {
+	for _, s := range c.current() {
 		if s == nil {
 			continue
 		}
@@ -245,6 +286,10 @@ func (c *Client) newID() string {
 // was sent, more when one broke.
 func (c *Client) Streams() int64 { return c.opened.Load() }
 
+// BrokenStreams is the number of streams that broke (the planner gone,
+// or a stream refused).
+func (c *Client) BrokenStreams() int64 { return c.broke.Load() }
+
 // Collectors are the client's counters as metrics.
 func (c *Client) Collectors() []prometheus.Collector {
 	counter := func(name, help string, n func() int64) prometheus.Collector {
@@ -254,6 +299,7 @@ func (c *Client) Collectors() []prometheus.Collector {
 		counter("jobplane_planner_streams_opened_total", "StreamPlanSync streams opened: one, two once a large snapshot was sent (the bulk lane), more when one broke.", c.Streams),
 		counter("jobplane_planner_full_resends_total", "Deltas whose base the planner no longer held (SNAPSHOT_BASE_UNKNOWN), resent in full.", c.FullResends),
 		counter("jobplane_planner_snapshots_sent_in_parts_total", "Snapshots larger than the planner takes in one request, sent in parts.", c.SentInParts),
+		counter("jobplane_planner_streams_broken_total", "StreamPlanSync streams that broke: the planner gone, or a stream refused.", c.BrokenStreams),
 	}
 }
 
@@ -393,11 +439,11 @@ func (c *Client) open(l lane) (*stream, string, error) {
 	defer c.mu.Unlock()
 	c.nextID++
 	id := strconv.FormatUint(c.nextID, 36)
-	if s := c.streams[l]; s != nil {
+	if s := c.lanes[l].stream; s != nil {
 		return s, id, nil
 	}
-	if now := time.Now(); now.Before(c.retryAt) {
-		return nil, "", status.Errorf(codes.Unavailable, "planner stream closed; reconnecting in %s", c.retryAt.Sub(now).Round(time.Millisecond))
+	if now := time.Now(); now.Before(c.lanes[l].retryAt) {
+		return nil, "", status.Errorf(codes.Unavailable, "planner stream closed; reconnecting in %s", c.lanes[l].retryAt.Sub(now).Round(time.Millisecond))
 	}
 	// The stream outlives this call, but opening it must not hold every
 	// worker (they wait on c.mu) longer than openTimeout.
@@ -411,12 +457,12 @@ func (c *Client) open(l lane) (*stream, string, error) {
 	}
 	if err != nil {
 		cancel()
-		c.failedOpen()
+		c.failedOpen(l)
 		return nil, "", unavailable(err)
 	}
 	c.opened.Add(1)
 	s := &stream{lane: l, call: call, cancel: cancel, headerSeen: make(chan struct{}), waiting: map[string]chan result{}, bases: map[types.UID]*libplan.Sent{}}
-	c.streams[l] = s
+	c.lanes[l].stream = s
 	go c.receive(s)
 	return s, id, nil
 }
@@ -437,10 +483,12 @@ func headerLimit(call jobplanev1.PlannerService_StreamPlanSyncClient) int64 {
 	return 0
 }
 
-// failedOpen pushes the next attempt back, exponentially; c.mu is held.
-func (c *Client) failedOpen() {
-	c.backoff = min(max(2*c.backoff, minBackoff), maxBackoff)
-	c.retryAt = time.Now().Add(c.backoff)
+// failedOpen pushes lane l's next attempt back, exponentially; c.mu is
+// held.
+func (c *Client) failedOpen(l lane) {
+	ls := &c.lanes[l]
+	ls.backoff = min(max(2*ls.backoff, minBackoff), maxBackoff)
+	ls.retryAt = time.Now().Add(ls.backoff)
 }
 
 func (c *Client) receive(s *stream) {
@@ -453,18 +501,26 @@ func (c *Client) receive(s *stream) {
 			return
 		}
 		c.mu.Lock()
-		c.backoff = 0 // the stream works
+		c.lanes[s.lane].backoff = 0 // the stream works
 		c.mu.Unlock()
 		s.deliver(resp.GetId(), result{resp: resp})
 	}
 }
 
-// broken fails every request waiting on s and lets the next request reopen.
+// broken fails every request waiting on s and lets the next request reopen
+// its lane; a bulk lane the planner refused (RESOURCE_EXHAUSTED) is left
+// unused for refusedLaneRetry.
 func (c *Client) broken(s *stream, err error) {
 	c.mu.Lock()
-	if c.streams[s.lane] == s {
-		c.streams[s.lane] = nil
-		c.failedOpen()
+	ls := &c.lanes[s.lane]
+	if ls.stream == s {
+		ls.stream = nil
+		c.failedOpen(s.lane)
+		c.broke.Add(1)
+	}
+	// Its status comes to the receiver; a send may have seen only its end.
+	if s.lane == bulk && status.Code(err) == codes.ResourceExhausted {
+		ls.refusedUntil = time.Now().Add(refusedLaneRetry)
 	}
 	c.mu.Unlock()
 	s.cancel()
@@ -514,8 +570,10 @@ func (s *stream) fail(err error) {
 // Close ends the current streams.
 func (c *Client) Close() {
 	c.mu.Lock()
-	streams := c.streams
-	c.streams = [lanes]*stream{}
+	var streams [lanes]*stream
+	for l := range c.lanes {
+		streams[l], c.lanes[l].stream = c.lanes[l].stream, nil
+	}
 	c.mu.Unlock()
 	for _, s := range streams {
 		if s != nil {

@@ -288,9 +288,7 @@ func TestCallerDeadlineLeavesTheStream(t *testing.T) {
 	if summary, err := plan(t, c, "next"); err != nil || summary != "plan for next" {
 		t.Errorf("plan after a timed-out call = %q, %v", summary, err)
 	}
-	c.mu.Lock()
-	s := c.streams[syncs]
-	c.mu.Unlock()
+	s := c.current()[syncs]
 	s.mu.Lock()
 	waiting := len(s.waiting)
 	s.mu.Unlock()
@@ -351,7 +349,7 @@ func TestPlannerStoppedThenBack(t *testing.T) {
 		t.Errorf("%d streams opened, want 2 (one per planner life)", n)
 	}
 	c.mu.Lock()
-	b := c.backoff
+	b := c.lanes[syncs].backoff
 	c.mu.Unlock()
 	if b != 0 {
 		t.Errorf("backoff %s after a working stream, want reset to 0", b)
