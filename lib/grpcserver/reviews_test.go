@@ -26,6 +26,12 @@ import (
 // it sends next waits.
 const floodBurst = 120
 
+// turnsAndOnTheirWay bounds the flood's reviews the fake API server sees
+// between a caller's call and its review: a turn or two of the flood's, and
+// those already granted and on their way while the machine is busy (3 to
+// 4 seen); with one lane for all, 200.
+const turnsAndOnTheirWay = 10
+
 // A flood of made-up tokens from one host, each needing a TokenReview,
 // leaves a caller on another host its turn.
 func TestAFloodOfMadeUpTokensFromOneHostLeavesAnotherHostItsTurn(t *testing.T) {
@@ -41,8 +47,8 @@ func TestAFloodOfMadeUpTokensFromOneHostLeavesAnotherHostItsTurn(t *testing.T) {
 	if _, err := whoami(t, srv.Conn, bearer("alice-token")); err != nil { // from 127.0.0.1
 		t.Fatal(err)
 	}
-	if waited := cluster.reviewsBefore("alice-token") - before; waited > 3 {
-		t.Errorf("alice's TokenReview came after %d of the flood's, want at most 3: one host's flood took the other host's turns", waited)
+	if waited := cluster.reviewsBefore("alice-token") - before; waited > turnsAndOnTheirWay {
+		t.Errorf("alice's TokenReview came after %d of the flood's, want at most %d: one host's flood took the other host's turns", waited, turnsAndOnTheirWay)
 	}
 }
 
@@ -66,8 +72,8 @@ func TestAFloodOfUncachedQuestionsFromOneTenantLeavesAnotherTenantItsTurn(t *tes
 	before := cluster.count("subjectaccessreviews")
 	_, err = executor.ListJobs(bearer("alice-token"), &jobplanev1.ListJobsRequest{Namespace: "a"})
 	wantCode(t, err, codes.Unimplemented) // authorized: the test's executor implements nothing
-	if waited := cluster.reviewsBefore("alice list batch/jobs a") - before; waited > 3 {
-		t.Errorf("alice's SubjectAccessReview came after %d of the flood's, want at most 3 (a turn, and those on their way): one tenant's flood took the other tenant's turns", waited)
+	if waited := cluster.reviewsBefore("alice list batch/jobs a") - before; waited > turnsAndOnTheirWay {
+		t.Errorf("alice's SubjectAccessReview came after %d of the flood's, want at most %d: one tenant's flood took the other tenant's turns", waited, turnsAndOnTheirWay)
 	}
 }
 
