@@ -191,12 +191,12 @@ func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*I
 	if v, ok := a.refused.Get(key); ok {
 		return v.(*tokenReview).result()
 	}
-	lane := hostLane(host)
+	lane, inHostLane := a.budget.hostLane(host), true
 	switch check, tenant := a.keys.check(ctx, token); check {
 	case forged:
 		return nil, unauthenticated("the bearer token was refused: it claims to be the cluster's service account token, and none of the cluster's keys signed it")
 	case signed:
-		lane = tenantLane(tenant)
+		lane, inHostLane = tenantLane(tenant), false
 	}
 	wait := func(ctx context.Context) error { return a.budget.wait(ctx, lane) }
 	v, err := shareReview(ctx, &a.inflight, key, wait, func(reviewCtx context.Context) (any, error) {
@@ -218,6 +218,9 @@ func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*I
 			}
 		} else {
 			a.log.Debug("bearer token refused by the TokenReview API", "error", review.Status.Error)
+			if inHostLane {
+				a.budget.refusedFrom(host)
+			}
 		}
 		if ttl := a.cacheTTL(token); ttl > 0 {
 			if r.id != nil {

@@ -13,9 +13,11 @@ import (
 	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/fairlimit"
+	"github.com/jobplane/jobplane/lib/fairorder"
 )
 
 // ReviewBudget paces the reviews no cache answers (TokenReviews and
@@ -26,7 +28,14 @@ import (
 // tokens from one host, or of questions no cache holds from one tenant,
 // waits for its own turns: another lane's review waits about one turn of
 // each lane with reviews waiting, and unidentified callers together take at
-// most half the budget while access reviews wait.
+// most 9 turns in 17 (the hosts' 8 and the suspects' 1) while access reviews
+// wait.
+//
+// A host whose tokens the API server refused suspectAfter times within
+// suspectFor is a suspect: its reviews wait in a lane of the suspects,
+// which together get one turn for each laneWeight of the hosts' and of
+// the tenants' while those wait. A flood of made-up tokens from many hosts
+// (a tenant's many pods) then leaves another host's caller its turn.
 //
 // At most as many reviews wait as the budget serves within reviewTimeout
 // (more could not be served in time): when that many wait, a new one takes
@@ -44,7 +53,20 @@ type ReviewBudget struct {
 	mu      sync.Mutex
 	waiting map[string][]*waitingReview // by lane, oldest first
 	total   int
+
+	// refusals counts each host's refused tokens within suspectFor.
+	refusals *cache.LRUExpireCache
 }
+
+const (
+	suspectAfter = 8
+	suspectFor   = time.Minute
+	// laneWeight is the hosts' and the tenants' weight against the
+	// suspects' 1.
+	laneWeight = 8
+	// suspectsKept bounds the hosts whose refusals are counted.
+	suspectsKept = 4096
+)
 
 // waitingReview is a review waiting for its turn; cancel leaves it out.
 type waitingReview struct {
@@ -53,7 +75,8 @@ type waitingReview struct {
 
 // NewReviewBudget returns a budget of qps reviews a second, bursts of burst.
 func NewReviewBudget(qps float32, burst int) *ReviewBudget {
-	return &ReviewBudget{qps: qps, burst: burst, maxWaiting: max(1, int(float64(qps)*reviewTimeout.Seconds())), waiting: map[string][]*waitingReview{}}
+	return &ReviewBudget{qps: qps, burst: burst, maxWaiting: max(1, int(float64(qps)*reviewTimeout.Seconds())),
+		waiting: map[string][]*waitingReview{}, refusals: cache.NewLRUExpireCache(suspectsKept)}
 }
 
 // Stop ends the budget's dispatcher, if a review started it.
@@ -64,8 +87,28 @@ func (b *ReviewBudget) Stop() {
 	}
 }
 
-// hostLane is the lane of the reviews of calls from host.
-func hostLane(host string) string { return "hosts/" + host }
+// hostLane is the lane of the reviews of calls from host: a suspect's
+// while its tokens are refused.
+func (b *ReviewBudget) hostLane(host string) string {
+	if b != nil {
+		if n, ok := b.refusals.Get(host); ok && n.(int) >= suspectAfter {
+			return "suspects/" + host
+		}
+	}
+	return "hosts/" + host
+}
+
+// refusedFrom counts a token from host that the API server refused.
+func (b *ReviewBudget) refusedFrom(host string) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, _ := b.refusals.Get(host)
+	count, _ := n.(int)
+	b.refusals.Add(host, count+1, suspectFor)
+}
 
 // tenantLane is the lane of the reviews of tenant's calls.
 func tenantLane(tenant string) string { return "tenants/" + tenant }
@@ -76,7 +119,9 @@ func (b *ReviewBudget) wait(ctx context.Context, lane string) error {
 	if b == nil {
 		return nil
 	}
-	b.once.Do(func() { b.limiter = fairlimit.New(b.qps, b.burst, nil) })
+	b.once.Do(func() {
+		b.limiter = fairlimit.New(b.qps, b.burst, fairorder.Weights{"hosts": laneWeight, "tenants": laneWeight})
+	})
 	if b.limiter == nil {
 		return fmt.Errorf("%w: the server is stopping", errNoTurn)
 	}

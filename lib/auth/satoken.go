@@ -27,7 +27,7 @@ import (
 // and one of its keys whose signature does not verify is made up, and is
 // refused without a TokenReview; one whose signature verifies names its
 // service account truthfully, and its review waits in its tenant's lane
-// rather than its host's (the hosts' lanes together get at most half the
+// rather than its host's (the hosts' lanes together get at most 9 in 17 of the
 // turns while tenants' wait). A made-up token of the cluster's issuer and
 // key can then take no turn of the reviews, from however many hosts it
 // comes; one of another issuer or key is reviewed in its host's lane, as

@@ -52,6 +52,31 @@ func TestAFloodOfMadeUpTokensFromOneHostLeavesAnotherHostItsTurn(t *testing.T) {
 	}
 }
 
+// A flood of made-up tokens from many hosts (a tenant's many pods), each
+// needing a TokenReview, leaves a caller on another host its turn: a host
+// whose tokens were refused a few times waits in a suspect's lane, and the
+// suspects together get a small share of the turns.
+func TestAFloodOfMadeUpTokensFromManyHostsLeavesAnotherHostItsTurn(t *testing.T) {
+	cluster := newFakeCluster()
+	cluster.tokens["alice-token"] = authenticationv1.UserInfo{Username: "alice"}
+	srv := authServer(t, cluster, nil)
+	flood(t, srv, hosts(32), func(ctx context.Context, conn *grpc.ClientConn, call string) {
+		_, _ = jobplanev1.NewPlannerServiceClient(conn).ValidateJob(bearerCtx(ctx, "made-up-"+call), &jobplanev1.ValidateJobRequest{})
+	})
+	// Every host refused often enough to be a suspect, and what each had
+	// waiting as a host (200 calls, about 6 each) reviewed since.
+	const suspected = 32*8 + 200
+	waitFor(t, "the flood's hosts refused a few times each", func() bool { return cluster.count("tokenreviews") > suspected+floodBurst })
+
+	before := cluster.count("tokenreviews")
+	if _, err := whoami(t, srv.Conn, bearer("alice-token")); err != nil { // from 127.0.0.1
+		t.Fatal(err)
+	}
+	if waited := cluster.reviewsBefore("alice-token") - before; waited > turnsAndOnTheirWay {
+		t.Errorf("alice's TokenReview came after %d of the flood's, want at most %d: 32 hosts' flood took her host's turns", waited, turnsAndOnTheirWay)
+	}
+}
+
 // A tenant's flood of questions no authorization cache holds (a new
 // namespace each time) leaves another tenant's question its turn.
 func TestAFloodOfUncachedQuestionsFromOneTenantLeavesAnotherTenantItsTurn(t *testing.T) {
