@@ -218,7 +218,7 @@ func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*I
 			}
 		} else {
 			a.log.Debug("bearer token refused by the TokenReview API", "error", review.Status.Error)
-			if inHostLane {
+			if inHostLane && !review.Status.Authenticated {
 				a.budget.refusedFrom(host)
 			}
 		}

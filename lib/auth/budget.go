@@ -54,8 +54,15 @@ type ReviewBudget struct {
 	waiting map[string][]*waitingReview // by lane, oldest first
 	total   int
 
-	// refusals counts each host's refused tokens within suspectFor.
+	// refusals counts each host's refused tokens (hostRefusals) in the
+	// suspectFor from its first.
 	refusals *cache.LRUExpireCache
+}
+
+// hostRefusals are a host's refused tokens since a moment, until another.
+type hostRefusals struct {
+	n     int
+	until time.Time
 }
 
 const (
@@ -91,7 +98,7 @@ func (b *ReviewBudget) Stop() {
 // while its tokens are refused.
 func (b *ReviewBudget) hostLane(host string) string {
 	if b != nil {
-		if n, ok := b.refusals.Get(host); ok && n.(int) >= suspectAfter {
+		if r, ok := b.refusals.Get(host); ok && r.(hostRefusals).n >= suspectAfter {
 			return "suspects/" + host
 		}
 	}
@@ -105,9 +112,12 @@ func (b *ReviewBudget) refusedFrom(host string) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n, _ := b.refusals.Get(host)
-	count, _ := n.(int)
-	b.refusals.Add(host, count+1, suspectFor)
+	r := hostRefusals{until: time.Now().Add(suspectFor)}
+	if v, ok := b.refusals.Get(host); ok {
+		r = v.(hostRefusals)
+	}
+	r.n++
+	b.refusals.Add(host, r, time.Until(r.until))
 }
 
 // tenantLane is the lane of the reviews of tenant's calls.

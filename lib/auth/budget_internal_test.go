@@ -109,3 +109,23 @@ func TestWaitingReviewsAreSharedMaxMinFairly(t *testing.T) {
 		t.Errorf("waiting flood, a, b = %v (total %d), want [2 2 1] (5)", got, b.total)
 	}
 }
+
+// A host is a suspect once suspectAfter of its tokens were refused, and its
+// reviews wait in a suspect's lane; other hosts are not.
+func TestAHostRefusedOftenIsASuspect(t *testing.T) {
+	b := NewReviewBudget(50, 100)
+	defer b.Stop()
+	for range suspectAfter - 1 {
+		b.refusedFrom("10.0.0.1")
+	}
+	if got := b.hostLane("10.0.0.1"); got != "hosts/10.0.0.1" {
+		t.Errorf("after %d refusals: %s, want a host's lane", suspectAfter-1, got)
+	}
+	b.refusedFrom("10.0.0.1")
+	if got := b.hostLane("10.0.0.1"); got != "suspects/10.0.0.1" {
+		t.Errorf("after %d refusals: %s, want a suspect's lane", suspectAfter, got)
+	}
+	if got := b.hostLane("10.0.0.2"); got != "hosts/10.0.0.2" {
+		t.Errorf("another host: %s, want a host's lane", got)
+	}
+}
