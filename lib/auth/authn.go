@@ -90,7 +90,7 @@ func (a *Authenticator) AuthenticateRequest(r *http.Request) (*Identity, error) 
 	if r.TLS != nil {
 		cert = certificateIdentity(r.TLS)
 	}
-	return a.authenticate(r.Context(), cert, r.Header.Values("Authorization"), "header", hostOfRequest(r))
+	return a.authenticate(r.Context(), cert, r.Header.Values("Authorization"), "header", HostOfRequest(r))
 }
 
 // authenticate establishes who presents cert (nil: none) and the values of

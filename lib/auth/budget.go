@@ -269,9 +269,9 @@ func hostOfCall(ctx context.Context) string {
 	return ""
 }
 
-// hostOfRequest is the host an HTTP request comes from ("" when its
-// remote address is not an IP address).
-func hostOfRequest(r *http.Request) string {
+// HostOfRequest is the host an HTTP request comes from (HostOf its remote
+// address; "" when that is not an IP address).
+func HostOfRequest(r *http.Request) string {
 	addr, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return ""

@@ -274,12 +274,15 @@ func parseJWT(token string) (jwt, bool) {
 	return t, true
 }
 
+// signatureHashes are the hashes of the JWS algorithms a cluster signs
+// with.
+var signatureHashes = map[string]crypto.Hash{"RS256": crypto.SHA256, "RS384": crypto.SHA384, "RS512": crypto.SHA512,
+	"ES256": crypto.SHA256, "ES384": crypto.SHA384, "ES512": crypto.SHA512}
+
 // verifySignature says whether key signed t with t's algorithm, which
 // must be the key's kind (no algorithm of another kind, nor "none").
 func verifySignature(key crypto.PublicKey, t jwt) bool {
-	hashes := map[string]crypto.Hash{"RS256": crypto.SHA256, "RS384": crypto.SHA384, "RS512": crypto.SHA512,
-		"ES256": crypto.SHA256, "ES384": crypto.SHA384, "ES512": crypto.SHA512}
-	hash, ok := hashes[t.alg]
+	hash, ok := signatureHashes[t.alg]
 	if !ok {
 		return false
 	}

@@ -686,12 +686,7 @@ func limitInFlight(n, perHost int, h http.Handler) http.Handler {
 	var mu sync.Mutex
 	inFlight, byHost := 0, map[string]int{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.RemoteAddr
-		if addr, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-			if ip := net.ParseIP(addr); ip != nil {
-				host = auth.HostOf(ip)
-			}
-		}
+		host := auth.HostOfRequest(r)
 		mu.Lock()
 		seated := inFlight < n && byHost[host] < perHost
 		if seated {
