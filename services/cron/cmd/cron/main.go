@@ -195,6 +195,7 @@ func executorConn(cfg config) (*grpc.ClientConn, error) {
 	}
 	// A run the executor sheds is submitted again after the delay it asks.
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, retryinfo.DialOptions(retryinfo.DefaultPolicy)...)
+	opts = append(opts, grpcserver.ClientWindows()...)
 	if cfg.executorTokenFile != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(auth.TokenFile(cfg.executorTokenFile)))
 	}

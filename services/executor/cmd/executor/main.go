@@ -272,6 +272,7 @@ func plannerConn(cfg config) (*grpc.ClientConn, error) {
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20),
 			grpcserver.CallCodec()),
 	}
+	opts = append(opts, grpcserver.ClientWindows()...)
 	// A call the planner sheds is made again after the delay it asks; a
 	// shed stream is reopened with backoff and its syncs retried.
 	opts = append(opts, retryinfo.DialOptions(retryinfo.DefaultPolicy)...)

@@ -245,7 +245,8 @@ func (e encoded) MarshalWire() ([][]byte, error) { return [][]byte{e}, nil }
 
 // certConn is a connection to addr as user, with a client certificate of ca.
 func certConn(tb testing.TB, ca *grpctest.CA, addr, user string) *grpc.ClientConn {
-	conn, err := newConn(addr, ca.Pool, ca.ClientCert(tb, user).Certificate)
+	// The executor's windows (ClientWindows): no BDP pings on its answers.
+	conn, err := newConn(addr, ca.Pool, ca.ClientCert(tb, user).Certificate, grpcserver.ClientWindows()...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -253,8 +254,11 @@ func certConn(tb testing.TB, ca *grpctest.CA, addr, user string) *grpc.ClientCon
 	return conn
 }
 
-func newConn(addr string, roots *x509.CertPool, cert tls.Certificate) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr,
+// newConn is a TLS connection to addr with the client certificate cert:
+// grpc-go's defaults and extra.
+func newConn(addr string, roots *x509.CertPool, cert tls.Certificate, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
+	opts := append(extra,
 		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}})),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20), grpcserver.CallCodec()))
+	return grpc.NewClient(addr, opts...)
 }
