@@ -178,7 +178,7 @@ func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamP
 		concurrency = max(4, 2*runtime.GOMAXPROCS(0))
 	}
 	work := newStreamWork(concurrency)
-	defer work.wait() // before the bases are closed
+	defer work.close() // before the bases are closed
 	var (
 		sendMu  sync.Mutex
 		sendErr error

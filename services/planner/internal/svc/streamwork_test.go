@@ -3,6 +3,7 @@ package svc
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,6 +58,10 @@ func TestStreamWorkKeepsEachJobsOrder(t *testing.T) {
 	if overlaps.Load() == 0 {
 		t.Error("no two Jobs' requests ever ran at once")
 	}
+	if n := w.workers.Load(); n > bound {
+		t.Errorf("%d workers started, bound %d", n, bound)
+	}
+	w.close()
 }
 
 // With a bound of one, requests run one after another, in the order they
@@ -73,6 +78,34 @@ func TestStreamWorkOfOneRunsInOrder(t *testing.T) {
 		if got != i {
 			t.Fatalf("request %d ran %dth", got, i)
 		}
+	}
+}
+
+// Requests that come one after another, each answered before the next, are
+// run by one worker, whatever their Jobs; close ends the workers.
+func TestStreamWorkReusesItsWorkers(t *testing.T) {
+	before := runtime.NumGoroutine()
+	w := newStreamWork(4)
+	for i := range 100 {
+		done := make(chan struct{})
+		w.reserve()
+		w.run(fmt.Sprint("job-", i%7), func() { close(done) })
+		<-done
+		for len(w.pending) > 0 { // the worker gives the room back after its work
+			runtime.Gosched()
+		}
+	}
+	w.wait()
+	if got := w.workers.Load(); got != 1 {
+		t.Errorf("%d workers started for requests one after another, want 1", got)
+	}
+	w.close()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines after close, %d before", after, before)
 	}
 }
 
