@@ -1,0 +1,537 @@
+package refbench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/kubernetes/pkg/controller"
+	"k8s.io/kubernetes/pkg/controller/job"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/kubetest"
+	"github.com/jobplane/jobplane/lib/plan"
+)
+
+// TestThePlannerAgreesWithTheReference plans random Jobs and pods, each
+// once with the reference's syncJob (a fresh controller: no expectations,
+// no backoff record) and once with the planner binary, and compares what
+// each decided: the pods created (by completion index), deleted and whose
+// tracking finalizer is removed, the Job's status at the end of the sync,
+// and the events on the Job. AGREE_CASES sets the number of cases (3,000 by
+// default), AGREE_SEED the first seed. Run with:
+//
+//	cd hack/refbench && GOWORK=off go test -run Agrees -v .
+func TestThePlannerAgreesWithTheReference(t *testing.T) {
+	cases, first := 3000, uint64(1)
+	if n, err := strconv.Atoi(os.Getenv("AGREE_CASES")); err == nil {
+		cases = n
+	}
+	if n, err := strconv.ParseUint(os.Getenv("AGREE_SEED"), 10, 64); err == nil {
+		first = n
+	}
+	t.Setenv("GOWORK", "") // the planner is built in the repository's workspace
+	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"),
+		"-shutdown-drain", "0s", "-authn-anonymous")
+	conn, err := grpc.NewClient(planner.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := jobplanev1.NewPlannerServiceClient(conn)
+	disagreed := 0
+	var seen coverage
+	for seed := first; seed < first+uint64(cases); seed++ {
+		j, pods := randomJob(seed)
+		want := referenceSync(t, j, pods)
+		got := plannerSync(t, client, j, pods)
+		seen.add(j, want)
+		diff := cmp.Diff(want, got, cmpopts.EquateEmpty())
+		if diff != "" && referenceMayDecide(t, j, pods, got) {
+			seen.Ties++
+			continue
+		}
+		if diff != "" {
+			disagreed++
+			if disagreed <= 5 {
+				t.Errorf("seed %d: %s\nreference (-) / planner (+):\n%s", seed, describe(j, pods), diff)
+			}
+		}
+	}
+	if disagreed > 0 {
+		t.Errorf("%d of %d cases disagree", disagreed, cases)
+	}
+	if cases >= 1000 && (seen.Created == 0 || seen.Deleted == 0 || seen.Released == 0 || len(seen.conditions) < 10 || len(seen.events) < 6) {
+		t.Errorf("the cases no longer cover what they should: %+v", seen)
+	}
+	t.Logf("%d cases: %+v", cases, seen)
+	for name, n := range seen.conditions {
+		t.Logf("  Job condition %s: %d", name, n)
+	}
+	for name, n := range seen.events {
+		t.Logf("  event %s: %d", name, n)
+	}
+}
+
+// coverage counts what the reference's syncs decided over the cases, so
+// that a run shows what it compared.
+type coverage struct {
+	Created, Deleted, Released, StatusChanged int
+	// Ties are cases the reference decided in more than one way.
+	Ties               int
+	conditions, events map[string]int
+}
+
+func (c *coverage) add(j *batchv1.Job, d decided) {
+	if c.conditions == nil {
+		c.conditions, c.events = map[string]int{}, map[string]int{}
+	}
+	for _, n := range []struct {
+		count *int
+		any   bool
+	}{{&c.Created, len(d.Created) > 0}, {&c.Deleted, len(d.Deleted) > 0}, {&c.Released, len(d.Released) > 0},
+		{&c.StatusChanged, !reflect.DeepEqual(d.Status, j.Status)}} {
+		if n.any {
+			*n.count++
+		}
+	}
+	for _, cond := range d.Status.Conditions {
+		c.conditions[string(cond.Type)+"/"+cond.Reason]++
+	}
+	for _, e := range d.Events {
+		reason, _, _ := strings.Cut(e, ":")
+		c.events[reason]++
+	}
+}
+
+// decided is what one sync decided, in a form both sides give.
+type decided struct {
+	Created  []string // completion indexes ("" when none), sorted
+	Deleted  []string // pod names, sorted
+	Released []string // pods whose tracking finalizer is removed, sorted
+	Status   batchv1.JobStatus
+	Events   []string // "type reason: message", sorted
+}
+
+var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// referenceSync runs the reference's syncJob once on j and pods.
+func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod) decided {
+	t.Helper()
+	ctx := context.Background()
+	client := fake.NewClientset()
+	var d decided
+	status := j.Status.DeepCopy()
+	client.PrependReactor("*", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetResource().Resource != "pods" {
+			return true, &batchv1.Job{}, nil
+		}
+		switch a := action.(type) {
+		case k8stesting.CreateAction:
+			p := a.GetObject().(*corev1.Pod)
+			d.Created = append(d.Created, p.Annotations[batchv1.JobCompletionIndexAnnotation])
+			return true, p, nil
+		case k8stesting.DeleteAction:
+			d.Deleted = append(d.Deleted, a.GetName())
+		case k8stesting.PatchAction:
+			d.Released = append(d.Released, a.GetName())
+		}
+		return true, &corev1.Pod{}, nil
+	})
+	factory := informers.NewSharedInformerFactory(client, 0)
+	podInformer, jobInformer := factory.Core().V1().Pods(), factory.Batch().V1().Jobs()
+	jm, err := job.NewController(ctx, client, podInformer, jobInformer, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorder := record.NewFakeRecorder(1000)
+	setField(jm, "clock", clocktesting.NewFakeClock(now))
+	setField(jm, "recorder", record.EventRecorder(recorder))
+	setField(jm, "podControl", controller.PodControlInterface(controller.RealPodControl{KubeClient: client, Recorder: recorder}))
+	setField(jm, "updateStatusHandler", func(_ context.Context, j *batchv1.Job) (*batchv1.Job, error) {
+		status = j.Status.DeepCopy()
+		return j, nil
+	})
+	setField(jm, "patchJobHandler", func(context.Context, *batchv1.Job, []byte) error { return nil })
+	if err := jobInformer.Informer().GetIndexer().Add(j.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if err := podInformer.Informer().GetIndexer().Add(p.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An error is a requeue; what the sync did before it is compared.
+	_ = syncHandlerOf(jm)(ctx, j.Namespace+"/"+j.Name)
+	d.Status = *status
+	close(recorder.Events)
+	for e := range recorder.Events {
+		typ, rest, _ := strings.Cut(e, " ")
+		reason, message, _ := strings.Cut(rest, " ")
+		if podControlEvent(reason) {
+			continue
+		}
+		d.Events = append(d.Events, typ+" "+reason+": "+message)
+	}
+	return d.sorted()
+}
+
+// referenceMayDecide: the reference, synced again on j and pods, decides
+// d in one of 20 tries. It breaks some ties by its informer's order, which
+// is no set order (of failed pods of an index, one with more failures and
+// one that finished later; of several pods a FailJob rule matches, the one
+// named): any of its decisions is the reference's.
+func referenceMayDecide(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, d decided) bool {
+	for range 20 {
+		if cmp.Equal(referenceSync(t, j, pods), d, cmpopts.EquateEmpty()) {
+			return true
+		}
+	}
+	return false
+}
+
+// podControlEvent: the events of the reference's pod control, which the
+// executor records as it writes pods (they are not in a plan).
+func podControlEvent(reason string) bool {
+	switch reason {
+	case "SuccessfulCreate", "FailedCreate", "SuccessfulDelete", "FailedDelete":
+		return true
+	}
+	return false
+}
+
+// plannerSync asks the planner to plan j and pods once.
+func plannerSync(t *testing.T, client jobplanev1.PlannerServiceClient, j *batchv1.Job, pods []*corev1.Pod) decided {
+	t.Helper()
+	snap := &plan.Snapshot{Job: j, Pods: pods, Now: now, Finalizer: batchv1.JobTrackingFinalizer}
+	resp, err := client.PlanSync(context.Background(), snap.Request())
+	if err != nil {
+		t.Fatalf("%s: %v", describe(j, pods), err)
+	}
+	p, errs := plan.FromProto(resp.GetPlan(), nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	hasFinalizer := map[string]bool{}
+	for _, pod := range pods {
+		hasFinalizer[pod.Name] = slices.Contains(pod.Finalizers, batchv1.JobTrackingFinalizer)
+	}
+	d := decided{Status: j.Status}
+	for _, a := range p.Actions {
+		switch a := a.(type) {
+		case plan.CreatePods:
+			for _, pod := range a.Pods {
+				ix := ""
+				if pod.CompletionIndex != nil {
+					ix = strconv.Itoa(int(*pod.CompletionIndex))
+				}
+				d.Created = append(d.Created, ix)
+			}
+		case plan.DeletePods:
+			for _, pod := range a.Pods {
+				if a.RemoveTrackingFinalizer && hasFinalizer[pod.Name] {
+					d.Released = append(d.Released, pod.Name)
+				}
+				d.Deleted = append(d.Deleted, pod.Name)
+			}
+		case plan.RemoveFinalizers:
+			for _, pod := range a.Pods {
+				d.Released = append(d.Released, pod.Name)
+			}
+		case plan.WriteStatus:
+			d.Status = a.Status
+		case plan.RecordEvent:
+			d.Events = append(d.Events, a.Type+" "+a.Reason+": "+a.Message)
+		}
+	}
+	return d.sorted()
+}
+
+func (d decided) sorted() decided {
+	for _, s := range [][]string{d.Created, d.Deleted, d.Released, d.Events} {
+		slices.Sort(s)
+	}
+	// Times as the API server keeps them: seconds.
+	round := func(t *metav1.Time) {
+		if t != nil {
+			*t = metav1.NewTime(t.Rfc3339Copy().Time.UTC())
+		}
+	}
+	round(d.Status.StartTime)
+	round(d.Status.CompletionTime)
+	for i := range d.Status.Conditions {
+		round(&d.Status.Conditions[i].LastProbeTime)
+		round(&d.Status.Conditions[i].LastTransitionTime)
+	}
+	return d
+}
+
+// setField sets the unexported field name of jm to v.
+func setField(jm *job.Controller, name string, v any) {
+	f := reflect.ValueOf(jm).Elem().FieldByName(name)
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(v).Convert(f.Type()))
+}
+
+// randomJob is the Job and pods of seed: a Job as the API server stores it
+// (defaulted), mid-run, with pods in every phase.
+func randomJob(seed uint64) (*batchv1.Job, []*corev1.Pod) {
+	r := rand.New(rand.NewPCG(seed, 0x61677265))
+	uid := types.UID(fmt.Sprintf("job-%d", seed))
+	labels := map[string]string{batchv1.ControllerUidLabel: string(uid), batchv1.JobNameLabel: "job"}
+	indexed := r.IntN(2) == 0
+	mode := batchv1.NonIndexedCompletion
+	if indexed {
+		mode = batchv1.IndexedCompletion
+	}
+	completions := ptr.To(int32(1 + r.IntN(6)))
+	if !indexed && r.IntN(5) == 0 {
+		completions = nil // a work queue
+	}
+	parallelism := int32(r.IntN(5))
+	restart := corev1.RestartPolicyNever
+	if r.IntN(4) == 0 {
+		restart = corev1.RestartPolicyOnFailure
+	}
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "ns", UID: uid, ResourceVersion: "1",
+			CreationTimestamp: metav1.NewTime(now.Add(-10 * time.Minute))},
+		Spec: batchv1.JobSpec{
+			Parallelism:    &parallelism,
+			Completions:    completions,
+			CompletionMode: &mode,
+			BackoffLimit:   ptr.To(int32(r.IntN(4))),
+			Suspend:        ptr.To(r.IntN(8) == 0),
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: string(uid)}},
+			ManualSelector: nil,
+			PodReplacementPolicy: ptr.To([]batchv1.PodReplacementPolicy{
+				batchv1.TerminatingOrFailed, batchv1.Failed}[r.IntN(2)]),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{RestartPolicy: restart,
+					Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
+			},
+		},
+	}
+	if r.IntN(4) == 0 {
+		j.Spec.ActiveDeadlineSeconds = ptr.To(int64(60 + r.IntN(600)))
+	}
+	if indexed && r.IntN(3) == 0 {
+		j.Spec.BackoffLimitPerIndex = ptr.To(int32(r.IntN(3)))
+		j.Spec.BackoffLimit = ptr.To(int32(1<<31 - 1))
+		if r.IntN(2) == 0 {
+			j.Spec.MaxFailedIndexes = ptr.To(int32(r.IntN(3)))
+		}
+	}
+	if restart == corev1.RestartPolicyNever && r.IntN(3) == 0 {
+		j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+			{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
+			{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
+				{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
+			{Action: batchv1.PodFailurePolicyActionCount, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{0, 42, 7}}},
+		}}
+		if j.Spec.BackoffLimitPerIndex != nil {
+			j.Spec.PodFailurePolicy.Rules = append(j.Spec.PodFailurePolicy.Rules, batchv1.PodFailurePolicyRule{
+				Action: batchv1.PodFailurePolicyActionFailIndex, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+					Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{7}}})
+		}
+	}
+	if indexed && r.IntN(4) == 0 {
+		rule := batchv1.SuccessPolicyRule{SucceededCount: ptr.To(int32(1 + r.IntN(int(*completions))))}
+		if r.IntN(2) == 0 {
+			rule = batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0-" + strconv.Itoa(r.IntN(int(*completions))))}
+		}
+		j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{rule}}
+	}
+	if r.IntN(5) != 0 {
+		j.Status.StartTime = ptr.To(metav1.NewTime(now.Add(-time.Duration(r.IntN(600)) * time.Second)))
+	}
+	var pods []*corev1.Pod
+	for i := range r.IntN(9) {
+		pods = append(pods, randomPod(r, j, i))
+	}
+	countSome(r, j, pods)
+	if indexed {
+		someIndexes(r, j)
+	}
+	someCondition(r, j)
+	return j, pods
+}
+
+// someIndexes records some indexes as completed or failed.
+func someIndexes(r *rand.Rand, j *batchv1.Job) {
+	var completed, failed []string
+	for ix := range int(*j.Spec.Completions) {
+		switch r.IntN(6) {
+		case 0:
+			completed = append(completed, strconv.Itoa(ix))
+		case 1:
+			if j.Spec.BackoffLimitPerIndex != nil {
+				failed = append(failed, strconv.Itoa(ix))
+			}
+		}
+	}
+	j.Status.CompletedIndexes = strings.Join(completed, ",")
+	if j.Spec.BackoffLimitPerIndex != nil {
+		j.Status.FailedIndexes = ptr.To(strings.Join(failed, ","))
+	}
+}
+
+// someCondition gives some Jobs a condition of a Job finishing or
+// finished, set a while ago.
+func someCondition(r *rand.Rand, j *batchv1.Job) {
+	since := metav1.NewTime(now.Add(-30 * time.Second))
+	add := func(typ batchv1.JobConditionType, reason string) {
+		j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: typ, Status: corev1.ConditionTrue,
+			Reason: reason, Message: "set before", LastProbeTime: since, LastTransitionTime: since})
+	}
+	switch r.IntN(12) {
+	case 0:
+		add(batchv1.JobFailureTarget, batchv1.JobReasonBackoffLimitExceeded)
+	case 1:
+		add(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonCompletionsReached)
+	case 2:
+		add(batchv1.JobFailureTarget, batchv1.JobReasonDeadlineExceeded)
+		add(batchv1.JobFailed, batchv1.JobReasonDeadlineExceeded)
+	case 3:
+		add(batchv1.JobSuspended, "JobSuspended")
+	}
+}
+
+// randomPod is the i-th pod of j, in a random phase.
+func randomPod(r *rand.Rand, j *batchv1.Job, i int) *corev1.Pod {
+	// Distinct creation times: of pods alike in all else, the reference
+	// deletes the newest, and keeps its informer's order, no set one, for a
+	// tie.
+	created := now.Add(-time.Duration(10+50*i+r.IntN(50)) * time.Second)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%d", i), Namespace: j.Namespace, UID: types.UID(fmt.Sprintf("pod-%d", i)),
+			ResourceVersion: "1", CreationTimestamp: metav1.NewTime(created),
+			Labels:          map[string]string{batchv1.ControllerUidLabel: string(j.UID), batchv1.JobNameLabel: j.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: j.Spec.Template.Spec,
+	}
+	if r.IntN(6) != 0 {
+		p.Finalizers = []string{batchv1.JobTrackingFinalizer}
+	}
+	if *j.Spec.CompletionMode == batchv1.IndexedCompletion {
+		ix := strconv.Itoa(r.IntN(int(*j.Spec.Completions) + 1)) // one past the last: out of range
+		p.Annotations = map[string]string{batchv1.JobCompletionIndexAnnotation: ix}
+		p.Labels[batchv1.JobCompletionIndexAnnotation] = ix
+		if r.IntN(20) == 0 {
+			delete(p.Annotations, batchv1.JobCompletionIndexAnnotation) // no index: not the Job's to count
+		}
+		if j.Spec.BackoffLimitPerIndex != nil && r.IntN(2) == 0 {
+			p.Annotations[batchv1.JobIndexFailureCountAnnotation] = strconv.Itoa(r.IntN(3))
+			if r.IntN(3) == 0 {
+				p.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation] = strconv.Itoa(r.IntN(2))
+			}
+		}
+	}
+	finished := metav1.NewTime(created.Add(time.Duration(r.IntN(10)+1) * time.Second))
+	switch r.IntN(5) {
+	case 0:
+		p.Status.Phase = corev1.PodPending
+	case 1, 2:
+		p.Status.Phase = corev1.PodRunning
+		ready := corev1.ConditionFalse
+		if r.IntN(2) == 0 {
+			ready = corev1.ConditionTrue
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready,
+			LastTransitionTime: metav1.NewTime(created.Add(time.Duration(1+r.IntN(5)) * time.Second))}}
+		if j.Spec.Template.Spec.RestartPolicy == corev1.RestartPolicyOnFailure {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", RestartCount: int32(r.IntN(3))}}
+		}
+	case 3:
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, FinishedAt: finished}}}}
+	case 4:
+		p.Status.Phase = corev1.PodFailed
+		code := []int32{1, 7, 42}[r.IntN(3)]
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: code, FinishedAt: finished}}}}
+		if r.IntN(4) == 0 {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+				Reason: "EvictionByEvictionAPI", LastTransitionTime: finished}}
+		}
+	}
+	if r.IntN(6) == 0 {
+		// Distinct too: the reference keeps a failed index's latest pod, the
+		// informer's order deciding a tie.
+		p.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-time.Duration(1+i) * time.Second)))
+	}
+	return p
+}
+
+// countSome puts the status in agreement with the pods already counted
+// (terminal pods without the finalizer), and some in uncounted.
+func countSome(r *rand.Rand, j *batchv1.Job, pods []*corev1.Pod) {
+	var ready, active int32
+	for _, p := range pods {
+		terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if !terminal {
+			if p.DeletionTimestamp == nil {
+				active++
+			}
+			continue
+		}
+		counted := !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer)
+		switch {
+		case counted && p.Status.Phase == corev1.PodSucceeded:
+			j.Status.Succeeded++
+		case counted:
+			j.Status.Failed++
+		case r.IntN(4) == 0:
+			if j.Status.UncountedTerminatedPods == nil {
+				j.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
+			}
+			if p.Status.Phase == corev1.PodSucceeded {
+				j.Status.UncountedTerminatedPods.Succeeded = append(j.Status.UncountedTerminatedPods.Succeeded, p.UID)
+			} else {
+				j.Status.UncountedTerminatedPods.Failed = append(j.Status.UncountedTerminatedPods.Failed, p.UID)
+			}
+		}
+	}
+	if r.IntN(2) == 0 {
+		j.Status.Active = active
+		j.Status.Ready = &ready
+	}
+}
+
+// describe says what a case is, for a failure.
+func describe(j *batchv1.Job, pods []*corev1.Pod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Job spec %+v status %+v; pods:", j.Spec, j.Status)
+	for _, p := range pods {
+		fmt.Fprintf(&b, "\n  %s %s created=%s finalizers=%v deleting=%v annotations=%v conditions=%v", p.Name, p.Status.Phase, p.CreationTimestamp.Format(time.TimeOnly), p.Finalizers,
+			p.DeletionTimestamp != nil, p.Annotations, p.Status.Conditions)
+	}
+	return b.String()
+}
