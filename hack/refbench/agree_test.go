@@ -200,12 +200,14 @@ func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod) decided {
 }
 
 // referenceMayDecide: the reference, synced again on j and pods, decides
-// d in one of 20 tries. It breaks some ties by its informer's order, which
+// d in one of 100 tries. It breaks some ties by its informer's order, which
 // is no set order (of failed pods of an index, one with more failures and
 // one that finished later; of several pods a FailJob rule matches, the one
 // named): any of its decisions is the reference's.
 func referenceMayDecide(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, d decided) bool {
-	for range 20 {
+	// A small map's order is one of its rotations: the pod the planner
+	// names may come first in one try of eight.
+	for range 100 {
 		if cmp.Equal(referenceSync(t, j, pods), d, cmpopts.EquateEmpty()) {
 			return true
 		}
@@ -443,8 +445,11 @@ func randomPod(r *rand.Rand, j *batchv1.Job, i int) *corev1.Pod {
 		ix := strconv.Itoa(r.IntN(int(*j.Spec.Completions) + 1)) // one past the last: out of range
 		p.Annotations = map[string]string{batchv1.JobCompletionIndexAnnotation: ix}
 		p.Labels[batchv1.JobCompletionIndexAnnotation] = ix
-		if r.IntN(20) == 0 {
+		switch r.IntN(20) {
+		case 0:
 			delete(p.Annotations, batchv1.JobCompletionIndexAnnotation) // no index: not the Job's to count
+		case 1:
+			p.Annotations[batchv1.JobCompletionIndexAnnotation] = []string{"x", "-1", "01"}[r.IntN(3)]
 		}
 		if j.Spec.BackoffLimitPerIndex != nil && r.IntN(2) == 0 {
 			p.Annotations[batchv1.JobIndexFailureCountAnnotation] = strconv.Itoa(r.IntN(3))
@@ -522,6 +527,7 @@ func countSome(r *rand.Rand, j *batchv1.Job, pods []*corev1.Pod) {
 	if r.IntN(2) == 0 {
 		j.Status.Active = active
 		j.Status.Ready = &ready
+		j.Status.Terminating = ptr.To(int32(r.IntN(2)))
 	}
 }
 
@@ -532,6 +538,14 @@ func describe(j *batchv1.Job, pods []*corev1.Pod) string {
 	for _, p := range pods {
 		fmt.Fprintf(&b, "\n  %s %s created=%s finalizers=%v deleting=%v annotations=%v conditions=%v", p.Name, p.Status.Phase, p.CreationTimestamp.Format(time.TimeOnly), p.Finalizers,
 			p.DeletionTimestamp != nil, p.Annotations, p.Status.Conditions)
+		for _, c := range p.Status.ContainerStatuses {
+			if t := c.State.Terminated; t != nil {
+				fmt.Fprintf(&b, " exit=%d finished=%s", t.ExitCode, t.FinishedAt.Format(time.TimeOnly))
+			}
+			if c.RestartCount > 0 {
+				fmt.Fprintf(&b, " restarts=%d", c.RestartCount)
+			}
+		}
 	}
 	return b.String()
 }
