@@ -2,6 +2,7 @@ package refbench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/kubernetes/pkg/controller/job"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -39,9 +41,10 @@ import (
 // TestThePlannerAgreesWithTheReference plans random Jobs and pods, each
 // once with the reference's syncJob (a fresh controller: no expectations,
 // no backoff record) and once with the planner binary, and compares what
-// each decided: the pods created (by completion index), deleted and whose
-// tracking finalizer is removed, the Job's status at the end of the sync,
-// and the events on the Job. AGREE_CASES sets the number of cases (3,000 by
+// each decided: the pods created (what each has beside the template),
+// deleted and whose tracking finalizer is removed, the Job's status at the
+// end of the sync, the events on the Job and the delays after which it is
+// synced again. AGREE_CASES sets the number of cases (3,000 by
 // default), AGREE_SEED the first seed. Run with:
 //
 //	cd hack/refbench && GOWORK=off go test -run Agrees -v .
@@ -84,7 +87,8 @@ func TestThePlannerAgreesWithTheReference(t *testing.T) {
 	if disagreed > 0 {
 		t.Errorf("%d of %d cases disagree", disagreed, cases)
 	}
-	if cases >= 1000 && (seen.Created == 0 || seen.Deleted == 0 || seen.Released == 0 || len(seen.conditions) < 10 || len(seen.events) < 6) {
+	if cases >= 1000 && (seen.Created == 0 || seen.Deleted == 0 || seen.Released == 0 || seen.Requeued == 0 ||
+		len(seen.conditions) < 10 || len(seen.events) < 6) {
 		t.Errorf("the cases no longer cover what they should: %+v", seen)
 	}
 	t.Logf("%d cases: %+v", cases, seen)
@@ -99,7 +103,7 @@ func TestThePlannerAgreesWithTheReference(t *testing.T) {
 // coverage counts what the reference's syncs decided over the cases, so
 // that a run shows what it compared.
 type coverage struct {
-	Created, Deleted, Released, StatusChanged int
+	Created, Deleted, Released, StatusChanged, Requeued int
 	// Ties are cases the reference decided in more than one way.
 	Ties               int
 	conditions, events map[string]int
@@ -113,6 +117,7 @@ func (c *coverage) add(j *batchv1.Job, d decided) {
 		count *int
 		any   bool
 	}{{&c.Created, len(d.Created) > 0}, {&c.Deleted, len(d.Deleted) > 0}, {&c.Released, len(d.Released) > 0},
+		{&c.Requeued, len(d.Requeues) > 0},
 		{&c.StatusChanged, !reflect.DeepEqual(d.Status, j.Status)}} {
 		if n.any {
 			*n.count++
@@ -129,12 +134,49 @@ func (c *coverage) add(j *batchv1.Job, d decided) {
 
 // decided is what one sync decided, in a form both sides give.
 type decided struct {
-	Created  []string // completion indexes ("" when none), sorted
+	Created  []string // the pods created (createdPod), sorted
 	Deleted  []string // pod names, sorted
 	Released []string // pods whose tracking finalizer is removed, sorted
 	Status   batchv1.JobStatus
-	Events   []string // "type reason: message", sorted
+	Events   []string        // "type reason: message", sorted
+	Requeues []time.Duration // sorted
 }
+
+// createdPod is what a created pod has of its own, beside the template, as
+// JSON (map keys sorted).
+func createdPod(p *corev1.Pod) string {
+	var env []corev1.EnvVar
+	for _, c := range p.Spec.Containers {
+		env = append(env, c.Env...)
+	}
+	b, err := json.Marshal(struct {
+		GenerateName, Hostname, Subdomain string
+		Labels, Annotations               map[string]string
+		Finalizers                        []string
+		Env                               []corev1.EnvVar
+		Owners                            []metav1.OwnerReference
+	}{p.GenerateName, p.Spec.Hostname, p.Spec.Subdomain, orNil(p.Labels), orNil(p.Annotations), p.Finalizers, env, p.OwnerReferences})
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// orNil is m, nil when empty: both are written as no map.
+func orNil(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// recordingQueue records the delays the reference requeues its Job after.
+type recordingQueue struct {
+	workqueue.TypedRateLimitingInterface[string]
+	after *[]time.Duration
+}
+
+func (q recordingQueue) AddAfter(_ string, d time.Duration) { *q.after = append(*q.after, d) }
 
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
@@ -152,7 +194,7 @@ func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod) decided {
 		switch a := action.(type) {
 		case k8stesting.CreateAction:
 			p := a.GetObject().(*corev1.Pod)
-			d.Created = append(d.Created, p.Annotations[batchv1.JobCompletionIndexAnnotation])
+			d.Created = append(d.Created, createdPod(p))
 			return true, p, nil
 		case k8stesting.DeleteAction:
 			d.Deleted = append(d.Deleted, a.GetName())
@@ -176,6 +218,9 @@ func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod) decided {
 		return j, nil
 	})
 	setField(jm, "patchJobHandler", func(context.Context, *batchv1.Job, []byte) error { return nil })
+	queue := reflect.ValueOf(jm).Elem().FieldByName("queue")
+	real := reflect.NewAt(queue.Type(), unsafe.Pointer(queue.UnsafeAddr())).Elem().Interface().(workqueue.TypedRateLimitingInterface[string])
+	setField(jm, "queue", workqueue.TypedRateLimitingInterface[string](recordingQueue{real, &d.Requeues}))
 	if err := jobInformer.Informer().GetIndexer().Add(j.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
@@ -246,12 +291,10 @@ func plannerSync(t *testing.T, client jobplanev1.PlannerServiceClient, j *batchv
 		switch a := a.(type) {
 		case plan.CreatePods:
 			for _, pod := range a.Pods {
-				ix := ""
-				if pod.CompletionIndex != nil {
-					ix = strconv.Itoa(int(*pod.CompletionIndex))
-				}
-				d.Created = append(d.Created, ix)
+				d.Created = append(d.Created, createdPod(plan.NewPod(j, pod)))
 			}
+		case plan.Requeue:
+			d.Requeues = append(d.Requeues, a.After)
 		case plan.DeletePods:
 			for _, pod := range a.Pods {
 				if a.RemoveTrackingFinalizer && hasFinalizer[pod.Name] {
@@ -276,6 +319,7 @@ func (d decided) sorted() decided {
 	for _, s := range [][]string{d.Created, d.Deleted, d.Released, d.Events} {
 		slices.Sort(s)
 	}
+	slices.Sort(d.Requeues)
 	// Times as the API server keeps them: seconds.
 	round := func(t *metav1.Time) {
 		if t != nil {
