@@ -23,13 +23,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	k8sversion "k8s.io/apimachinery/pkg/util/version"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-base/featuregate"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/kubernetes/pkg/controller/job"
+	"k8s.io/kubernetes/pkg/features"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -57,8 +62,48 @@ func TestThePlannerAgreesWithTheReference(t *testing.T) {
 		first = n
 	}
 	t.Setenv("GOWORK", "") // the planner is built in the repository's workspace
-	planner := kubetest.StartProcess(t, "planner", kubetest.BuildBinary(t, "./services/planner/cmd/planner"),
-		"-shutdown-drain", "0s", "-authn-anonymous")
+	bin := kubetest.BuildBinary(t, "./services/planner/cmd/planner")
+	t.Run("v1.36", func(t *testing.T) { agree(t, bin, "", nil, first, cases) })
+	t.Run("v1.36, MutableSchedulingDirectivesForSuspendedJobs off", func(t *testing.T) {
+		agree(t, bin, "", []featuregate.Feature{features.MutableSchedulingDirectivesForSuspendedJobs}, first, max(cases/5, 1))
+	})
+	// The GA gates a cluster emulating an older version may turn off, one
+	// at a time and all together, on a fifth of the cases each.
+	gates := []featuregate.Feature{features.JobBackoffLimitPerIndex, features.JobManagedBy,
+		features.JobPodReplacementPolicy, features.JobSuccessPolicy}
+	for _, off := range append([][]featuregate.Feature{nil, gates}, splitEach(gates)...) {
+		t.Run(fmt.Sprintf("v1.32, %v off", off), func(t *testing.T) { agree(t, bin, "1.32", off, first, max(cases/5, 1)) })
+	}
+}
+
+func splitEach(gates []featuregate.Feature) (each [][]featuregate.Feature) {
+	for _, g := range gates {
+		each = append(each, []featuregate.Feature{g})
+	}
+	return each
+}
+
+// jobGates are the reference's gates the planner follows (-feature-gates).
+var jobGates = []featuregate.Feature{features.JobBackoffLimitPerIndex, features.JobManagedBy, features.JobPodReplacementPolicy,
+	features.JobSuccessPolicy, features.MutableSchedulingDirectivesForSuspendedJobs}
+
+// agree compares the reference and a planner on cases from seed first:
+// the reference emulating version (none: v1.36) with the gates off turned
+// off, the planner given the reference's gates, as the conformance shim
+// gives them.
+func agree(t *testing.T, bin, version string, off []featuregate.Feature, first uint64, cases int) {
+	if version != "" {
+		featuregatetesting.SetFeatureGateEmulationVersionDuringTest(t, utilfeature.DefaultFeatureGate, k8sversion.MustParse(version))
+	}
+	for _, g := range off {
+		featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, g, false)
+	}
+	var gates []string
+	for _, g := range jobGates {
+		gates = append(gates, fmt.Sprintf("%s=%t", g, utilfeature.DefaultFeatureGate.Enabled(g)))
+	}
+	planner := kubetest.StartProcess(t, "planner", bin, "-shutdown-drain", "0s", "-authn-anonymous",
+		"-feature-gates", strings.Join(gates, ","))
 	conn, err := grpc.NewClient(planner.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +114,7 @@ func TestThePlannerAgreesWithTheReference(t *testing.T) {
 	var seen coverage
 	for seed := first; seed < first+uint64(cases); seed++ {
 		j, pods := randomJob(seed)
+		withoutFieldsOf(j, off)
 		want := referenceSync(t, j, pods)
 		got := plannerSync(t, client, j, pods)
 		seen.add(j, want)
@@ -97,6 +143,31 @@ func TestThePlannerAgreesWithTheReference(t *testing.T) {
 	}
 	for name, n := range seen.events {
 		t.Logf("  event %s: %d", name, n)
+	}
+}
+
+// withoutFieldsOf drops the fields of j that the API server drops with the
+// gates off.
+func withoutFieldsOf(j *batchv1.Job, off []featuregate.Feature) {
+	for _, g := range off {
+		switch g {
+		case features.JobBackoffLimitPerIndex:
+			if j.Spec.BackoffLimitPerIndex != nil {
+				j.Spec.BackoffLimitPerIndex, j.Spec.MaxFailedIndexes, j.Status.FailedIndexes = nil, nil, nil
+				j.Spec.BackoffLimit = ptr.To(int32(6))
+				if p := j.Spec.PodFailurePolicy; p != nil {
+					p.Rules = slices.DeleteFunc(p.Rules, func(r batchv1.PodFailurePolicyRule) bool {
+						return r.Action == batchv1.PodFailurePolicyActionFailIndex
+					})
+				}
+			}
+		case features.JobPodReplacementPolicy:
+			j.Spec.PodReplacementPolicy = nil
+		case features.JobSuccessPolicy:
+			j.Spec.SuccessPolicy = nil
+		case features.JobManagedBy:
+			j.Spec.ManagedBy = nil
+		}
 	}
 }
 

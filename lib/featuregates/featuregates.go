@@ -14,19 +14,23 @@ import (
 // Job controller of v1.36 has them all on (GA, locked to their default); a
 // cluster emulating an older version (kube-controller-manager's
 // --emulated-version, as the reference's integration tests do) may have
-// some off, and jobplane follows (-feature-gates). WorkloadWithJob (alpha,
-// off by default) gives gang-schedulable Jobs their Workload and PodGroup.
-// The zero value is v1.36's defaults.
+// some off, and jobplane follows (-feature-gates).
+// MutableSchedulingDirectivesForSuspendedJobs (beta, on by default in
+// v1.36, off before) clears a Job's start time when it is suspended.
+// WorkloadWithJob (alpha, off by default) gives gang-schedulable Jobs their
+// Workload and PodGroup. The zero value is v1.36's defaults.
 type Features struct {
-	JobBackoffLimitPerIndexOff bool
-	JobManagedByOff            bool
-	JobPodReplacementPolicyOff bool
-	JobSuccessPolicyOff        bool
-	WorkloadWithJob            bool
+	JobBackoffLimitPerIndexOff                     bool
+	JobManagedByOff                                bool
+	JobPodReplacementPolicyOff                     bool
+	JobSuccessPolicyOff                            bool
+	MutableSchedulingDirectivesForSuspendedJobsOff bool
+	WorkloadWithJob                                bool
 }
 
 // featureGates names the gates Features holds, as --feature-gates does.
-var featureGates = []string{"JobBackoffLimitPerIndex", "JobManagedBy", "JobPodReplacementPolicy", "JobSuccessPolicy", "WorkloadWithJob"}
+var featureGates = []string{"JobBackoffLimitPerIndex", "JobManagedBy", "JobPodReplacementPolicy", "JobSuccessPolicy",
+	"MutableSchedulingDirectivesForSuspendedJobs", "WorkloadWithJob"}
 
 // ParseFeatureGates reads kube-controller-manager's --feature-gates syntax
 // ("JobSuccessPolicy=false,JobManagedBy=true") for the gates the Job
@@ -54,6 +58,8 @@ func Parse(s string) (Features, error) {
 			f.JobPodReplacementPolicyOff = !on
 		case "JobSuccessPolicy":
 			f.JobSuccessPolicyOff = !on
+		case "MutableSchedulingDirectivesForSuspendedJobs":
+			f.MutableSchedulingDirectivesForSuspendedJobsOff = !on
 		case "WorkloadWithJob":
 			f.WorkloadWithJob = on
 		default:

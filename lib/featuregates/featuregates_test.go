@@ -10,6 +10,9 @@ func TestParse(t *testing.T) {
 	if err != nil || f != (Features{JobSuccessPolicyOff: true, JobPodReplacementPolicyOff: true}) {
 		t.Errorf("%+v, %v", f, err)
 	}
+	if f, err := Parse("MutableSchedulingDirectivesForSuspendedJobs=false"); err != nil || f != (Features{MutableSchedulingDirectivesForSuspendedJobsOff: true}) {
+		t.Errorf("%+v, %v", f, err)
+	}
 	if f, err := Parse(""); err != nil || f != (Features{}) {
 		t.Errorf("empty: %+v, %v", f, err)
 	}

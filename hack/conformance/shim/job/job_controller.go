@@ -181,7 +181,8 @@ func (c *Controller) start(ctx context.Context, workers int) ([]*exec.Cmd, strin
 // started with them, as kube-controller-manager would be.
 func featureGates() string {
 	var gates []string
-	for _, g := range []featuregate.Feature{features.JobBackoffLimitPerIndex, features.JobManagedBy, features.JobPodReplacementPolicy, features.JobSuccessPolicy, features.WorkloadWithJob} {
+	for _, g := range []featuregate.Feature{features.JobBackoffLimitPerIndex, features.JobManagedBy, features.JobPodReplacementPolicy, features.JobSuccessPolicy,
+		features.MutableSchedulingDirectivesForSuspendedJobs, features.WorkloadWithJob} {
 		gates = append(gates, fmt.Sprintf("%s=%t", g, utilfeature.DefaultFeatureGate.Enabled(g)))
 	}
 	return strings.Join(gates, ",")

@@ -33,7 +33,7 @@ func main() {
 				"delay before a failed pod is replaced, doubled with each further failure (the reference's DefaultJobPodFailureBackOff)")
 			fs.DurationVar(&cfg.PodFailureBackoff.Max, "max-pod-failure-backoff", cfg.PodFailureBackoff.Max,
 				"the longest delay before a failed pod is replaced (the reference's MaxJobPodFailureBackOff)")
-			fs.Func("feature-gates", "the reference's feature gates the plans follow, as kube-controller-manager's --feature-gates (JobBackoffLimitPerIndex, JobManagedBy, JobPodReplacementPolicy, JobSuccessPolicy; all on, v1.36's, by default): set them as the cluster's, e.g. JobSuccessPolicy=false where it emulates an older version",
+			fs.Func("feature-gates", "the reference's feature gates the plans follow, as kube-controller-manager's --feature-gates (JobBackoffLimitPerIndex, JobManagedBy, JobPodReplacementPolicy, JobSuccessPolicy, MutableSchedulingDirectivesForSuspendedJobs; all on, v1.36's, by default): set them as the cluster's, e.g. JobSuccessPolicy=false where it emulates an older version",
 				func(s string) error {
 					f, err := featuregates.Parse(s)
 					cfg.Features = f

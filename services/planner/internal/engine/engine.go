@@ -284,8 +284,9 @@ func (c *syncCtx) sync(s *Snapshot) {
 }
 
 // updateSuspendedCondition keeps the Suspended condition in step with
-// spec.suspend, with its event; a Job suspended anew loses its start time,
-// a resumed one starts now.
+// spec.suspend, with its event; a Job suspended anew loses its start time
+// (with MutableSchedulingDirectivesForSuspendedJobs), a resumed one starts
+// now.
 func (c *syncCtx) updateSuspendedCondition() bool {
 	job := c.job
 	var updated bool
@@ -293,7 +294,9 @@ func (c *syncCtx) updateSuspendedCondition() bool {
 		job.Status.Conditions, updated = ensureJobConditionStatus(job.Status.Conditions, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended", c.now)
 		if updated {
 			addEvent(c.plan, corev1.EventTypeNormal, "Suspended", "Job suspended")
-			job.Status.StartTime = nil
+			if !c.features.MutableSchedulingDirectivesForSuspendedJobsOff {
+				job.Status.StartTime = nil
+			}
 		}
 		return updated
 	}

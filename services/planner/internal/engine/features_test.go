@@ -2,6 +2,7 @@ package engine
 
 import (
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +85,17 @@ func TestFeatureGates(t *testing.T) {
 		}
 		if o := summarize(runSync(t, job, ps)); o.Status != nil && o.Status.Failed != 0 {
 			t.Errorf("a terminating pod was counted failed before it failed with podReplacementPolicy Failed: %+v", o.Status)
+		}
+	})
+	t.Run("MutableSchedulingDirectivesForSuspendedJobs off: a suspended Job keeps its start time", func(t *testing.T) {
+		started := now.Add(-15 * time.Second)
+		job := newJob(1, 2, suspended(), startedAt(started))
+		o := summarize(runSync(t, job, nil, withFeatures(Features{MutableSchedulingDirectivesForSuspendedJobsOff: true})))
+		if o.Status == nil || o.Status.StartTime == nil || !o.Status.StartTime.Time.Equal(started) {
+			t.Errorf("start time %+v, want %v kept with the gate off", o.Status, started)
+		}
+		if o := summarize(runSync(t, job, nil)); o.Status == nil || o.Status.StartTime != nil {
+			t.Errorf("start time %+v kept with the gate on", o.Status)
 		}
 	})
 }
