@@ -601,6 +601,17 @@ func randomPod(r *rand.Rand, j *batchv1.Job, i int) *corev1.Pod {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 				Reason: "EvictionByEvictionAPI", LastTransitionTime: finished}}
 		}
+		switch r.IntN(6) {
+		case 0: // no container status: its finish time is its Ready=False condition's
+			p.Status.ContainerStatuses = nil
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady,
+				Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(finished.Add(2 * time.Second))})
+		case 1: // a sidecar that stopped after the main container
+			always := corev1.ContainerRestartPolicyAlways
+			p.Spec.InitContainers = []corev1.Container{{Name: "sidecar", Image: "busybox", RestartPolicy: &always}}
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "sidecar", State: corev1.ContainerState{
+				Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, FinishedAt: metav1.NewTime(finished.Add(3 * time.Second))}}}}
+		}
 	}
 	if r.IntN(6) == 0 {
 		// Distinct too: the reference keeps a failed index's latest pod, the
