@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/kubetest"
 	"github.com/jobplane/jobplane/lib/plan"
 )
@@ -105,19 +107,25 @@ func agree(t *testing.T, bin, version string, off []featuregate.Feature, first u
 	}
 	planner := kubetest.StartProcess(t, "planner", bin, "-shutdown-drain", "0s", "-authn-anonymous",
 		"-feature-gates", strings.Join(gates, ","))
-	conn, err := grpc.NewClient(planner.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(planner.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpcserver.CallCodec()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	client := jobplanev1.NewPlannerServiceClient(conn)
+	stream, err := client.StreamPlanSync(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.CloseSend()
 	disagreed := 0
 	var seen coverage
 	for seed := first; seed < first+uint64(cases); seed++ {
 		j, pods := randomJob(seed)
 		withoutFieldsOf(j, off)
 		want := referenceSync(t, j, pods)
-		got := plannerSync(t, client, j, pods)
+		got := plannerSync(t, client, stream, j, pods)
 		seen.add(j, want)
 		diff := cmp.Diff(want, got, cmpopts.EquateEmpty())
 		if diff != "" && referenceMayDecide(t, j, pods, got) {
@@ -376,13 +384,32 @@ func podControlEvent(reason string) bool {
 	return false
 }
 
-// plannerSync asks the planner to plan j and pods once.
-func plannerSync(t *testing.T, client jobplanev1.PlannerServiceClient, j *batchv1.Job, pods []*corev1.Pod) decided {
+// plannerSync asks the planner to plan j and pods once, by PlanSync; the
+// same snapshot sent on stream as the executor sends it must be planned the
+// same.
+func plannerSync(t *testing.T, client jobplanev1.PlannerServiceClient, stream jobplanev1.PlannerService_StreamPlanSyncClient,
+	j *batchv1.Job, pods []*corev1.Pod) decided {
 	t.Helper()
 	snap := &plan.Snapshot{Job: j, Pods: pods, Now: now, Finalizer: batchv1.JobTrackingFinalizer}
 	resp, err := client.PlanSync(context.Background(), snap.Request())
 	if err != nil {
 		t.Fatalf("%s: %v", describe(j, pods), err)
+	}
+	// Written as the executor writes it: straight from the Kubernetes
+	// objects (lib/podwire), through the chassis' codec.
+	wire, err := snap.WireRequest(string(j.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.SendMsg(wire); err != nil {
+		t.Fatal(err)
+	}
+	streamed, err := stream.Recv()
+	if err != nil || streamed.GetError() != nil {
+		t.Fatalf("%s: streamed: %v %v", describe(j, pods), err, streamed.GetError())
+	}
+	if !proto.Equal(streamed.GetResponse().GetPlan(), resp.GetPlan()) {
+		t.Errorf("%s: planned differently on a stream:\n%v\nunary:\n%v", describe(j, pods), streamed.GetResponse().GetPlan(), resp.GetPlan())
 	}
 	p, errs := plan.FromProto(resp.GetPlan(), nil)
 	if len(errs) > 0 {
