@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/featuregate"
@@ -119,16 +120,18 @@ func agree(t *testing.T, bin, version string, off []featuregate.Feature, first u
 		t.Fatal(err)
 	}
 	defer stream.CloseSend()
+	learnBackoffRecordType(t)
 	disagreed := 0
 	var seen coverage
 	for seed := first; seed < first+uint64(cases); seed++ {
 		j, pods := randomJob(seed)
 		withoutFieldsOf(j, off)
-		want := referenceSync(t, j, pods)
-		got := plannerSync(t, client, stream, j, pods)
+		prior := randomBackoff(seed)
+		want := referenceSync(t, j, pods, prior).finishedForgets(j.Status)
+		got := plannerSync(t, client, stream, j, pods, prior).finishedForgets(j.Status)
 		seen.add(j, want)
 		diff := cmp.Diff(want, got, cmpopts.EquateEmpty())
-		if diff != "" && referenceMayDecide(t, j, pods, got) {
+		if diff != "" && referenceMayDecide(t, j, pods, prior, got) {
 			seen.Ties++
 			continue
 		}
@@ -227,6 +230,9 @@ type decided struct {
 	Writes   []string
 	Events   []string        // "type reason: message", sorted
 	Requeues []time.Duration // sorted
+	// Backoff is the Job's pod failure backoff record after the sync, as
+	// the reference keeps it and the executor keeps the planner's.
+	Backoff *plan.BackoffRecord
 }
 
 // wrote records a write of kind in order.
@@ -234,6 +240,18 @@ func (d *decided) wrote(kind string) {
 	if n := len(d.Writes); n == 0 || d.Writes[n-1] != kind || kind != "pods" {
 		d.Writes = append(d.Writes, kind)
 	}
+}
+
+// finishedForgets is d without its backoff record once the Job is finished:
+// the reference forgets it at its next sync, the executor at once, and no
+// pod is created for a finished Job either way.
+func (d decided) finishedForgets(before batchv1.JobStatus) decided {
+	for _, c := range d.final(before).Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			d.Backoff = nil
+		}
+	}
+	return d
 }
 
 // final is the Job's status after the sync: the last written, else before.
@@ -284,7 +302,7 @@ func (q recordingQueue) AddAfter(_ string, d time.Duration) { *q.after = append(
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 // referenceSync runs the reference's syncJob once on j and pods.
-func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod) decided {
+func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, prior *plan.BackoffRecord) decided {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -344,8 +362,18 @@ func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod) decided {
 			t.Fatal(err)
 		}
 	}
+	key := j.Namespace + "/" + j.Name
+	backoffs := (*backoffStoreOf)(reflect.ValueOf(jm).Elem().FieldByName("podBackoffStore").UnsafePointer())
+	if prior != nil {
+		if err := backoffs.store.Add(newBackoffRecord(key, prior)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// An error is a requeue; what the sync did before it is compared.
-	_ = syncHandlerOf(jm)(ctx, j.Namespace+"/"+j.Name)
+	_ = syncHandlerOf(jm)(ctx, key)
+	if r, ok, _ := backoffs.store.GetByKey(key); ok {
+		d.Backoff = backoffRecordOf(r)
+	}
 	close(recorder.Events)
 	for e := range recorder.Events {
 		typ, rest, _ := strings.Cut(e, " ")
@@ -363,11 +391,11 @@ func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod) decided {
 // is no set order (of failed pods of an index, one with more failures and
 // one that finished later; of several pods a FailJob rule matches, the one
 // named): any of its decisions is the reference's.
-func referenceMayDecide(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, d decided) bool {
+func referenceMayDecide(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, prior *plan.BackoffRecord, d decided) bool {
 	// A small map's order is one of its rotations: the pod the planner
 	// names may come first in one try of eight.
 	for range 100 {
-		if cmp.Equal(referenceSync(t, j, pods), d, cmpopts.EquateEmpty()) {
+		if cmp.Equal(referenceSync(t, j, pods, prior).finishedForgets(j.Status), d, cmpopts.EquateEmpty()) {
 			return true
 		}
 	}
@@ -388,9 +416,10 @@ func podControlEvent(reason string) bool {
 // same snapshot sent on stream as the executor sends it must be planned the
 // same.
 func plannerSync(t *testing.T, client jobplanev1.PlannerServiceClient, stream jobplanev1.PlannerService_StreamPlanSyncClient,
-	j *batchv1.Job, pods []*corev1.Pod) decided {
+	j *batchv1.Job, pods []*corev1.Pod, prior *plan.BackoffRecord) decided {
 	t.Helper()
-	snap := &plan.Snapshot{Job: j, Pods: pods, Now: now, Finalizer: batchv1.JobTrackingFinalizer}
+	snap := &plan.Snapshot{Job: j, Pods: pods, Now: now, Finalizer: batchv1.JobTrackingFinalizer,
+		State: plan.State{Backoff: prior}}
 	resp, err := client.PlanSync(context.Background(), snap.Request())
 	if err != nil {
 		t.Fatalf("%s: %v", describe(j, pods), err)
@@ -419,7 +448,7 @@ func plannerSync(t *testing.T, client jobplanev1.PlannerServiceClient, stream jo
 	for _, pod := range pods {
 		hasFinalizer[pod.Name] = slices.Contains(pod.Finalizers, batchv1.JobTrackingFinalizer)
 	}
-	var d decided
+	d := decided{Backoff: prior}
 	for _, a := range p.Actions {
 		switch a := a.(type) {
 		case plan.CreatePods:
@@ -445,9 +474,15 @@ func plannerSync(t *testing.T, client jobplanev1.PlannerServiceClient, stream jo
 		case plan.WriteStatus:
 			d.wrote("status")
 			d.Statuses = append(d.Statuses, *a.Status.DeepCopy())
+			if a.BackoffRecord != nil {
+				d.Backoff = a.BackoffRecord
+			}
 		case plan.RecordEvent:
 			d.Events = append(d.Events, a.Type+" "+a.Reason+": "+a.Message)
 		}
+	}
+	if p.ReleaseJobState {
+		d.Backoff = nil // the executor forgets the finished Job's record
 	}
 	return d.sorted()
 }
@@ -478,6 +513,81 @@ func (d decided) sorted() decided {
 		}
 	}
 	return d
+}
+
+// randomBackoff is the backoff record the executor holds for seed's Job
+// from syncs before, in a third of the cases: as the reference's
+// controller would hold it.
+func randomBackoff(seed uint64) *plan.BackoffRecord {
+	r := rand.New(rand.NewPCG(seed, 0x6261636b))
+	if r.IntN(3) != 0 {
+		return nil
+	}
+	if r.IntN(5) == 0 {
+		return &plan.BackoffRecord{} // a success after the last failure
+	}
+	return &plan.BackoffRecord{FailuresAfterLastSuccess: int32(1 + r.IntN(4)),
+		LastFailureTime: ptr.To(now.Add(-time.Duration(r.IntN(120)) * time.Second))}
+}
+
+// learnBackoffRecordType syncs a Job with a failed pod in the reference,
+// which then records a backoff: its record's type is what
+// newBackoffRecord makes.
+func learnBackoffRecordType(t *testing.T) {
+	if backoffRecordType != nil {
+		return
+	}
+	j, _ := randomJob(1)
+	j.Spec.Suspend, j.Spec.PodFailurePolicy, j.Status = ptr.To(false), nil, batchv1.JobStatus{}
+	p := randomPod(rand.New(rand.NewPCG(1, 1)), j, 0)
+	p.Status.Phase, p.DeletionTimestamp, p.Finalizers = corev1.PodFailed, nil, []string{batchv1.JobTrackingFinalizer}
+	referenceSync(t, j, []*corev1.Pod{p}, nil)
+	if backoffRecordType == nil {
+		t.Fatal("the reference recorded no backoff for a Job with a failed pod")
+	}
+}
+
+// backoffStoreOf is the reference's backoffStore, whose one field is its
+// store of *backoffRecord, keyed by the Job's key.
+type backoffStoreOf struct{ store cache.Store }
+
+// referenceBackoffRecord mirrors the reference's backoffRecord, field for
+// field (checked by backoffRecordOf).
+type referenceBackoffRecord struct {
+	key                      string
+	failuresAfterLastSuccess int32
+	lastFailureTime          *time.Time
+}
+
+// backoffRecordType is the reference's *backoffRecord, learnt from a sync
+// that records one (pointers to it are what its store takes).
+var backoffRecordType reflect.Type
+
+// newBackoffRecord is a reference *backoffRecord of key holding b.
+func newBackoffRecord(key string, b *plan.BackoffRecord) any {
+	r := reflect.New(backoffRecordType.Elem())
+	*(*referenceBackoffRecord)(r.UnsafePointer()) = referenceBackoffRecord{key, b.FailuresAfterLastSuccess, b.LastFailureTime}
+	return r.Interface()
+}
+
+// backoffRecordOf is a reference *backoffRecord as the planner's.
+func backoffRecordOf(r any) *plan.BackoffRecord {
+	v := reflect.ValueOf(r)
+	if backoffRecordType == nil {
+		t := v.Type().Elem()
+		mirror := reflect.TypeOf(referenceBackoffRecord{})
+		if t.NumField() != mirror.NumField() {
+			panic(fmt.Sprintf("the reference's backoffRecord is %v, not %v", t, mirror))
+		}
+		for i := range t.NumField() {
+			if t.Field(i).Name != mirror.Field(i).Name || t.Field(i).Type != mirror.Field(i).Type {
+				panic(fmt.Sprintf("the reference's backoffRecord is %v, not %v", t, mirror))
+			}
+		}
+		backoffRecordType = v.Type()
+	}
+	m := (*referenceBackoffRecord)(v.UnsafePointer())
+	return &plan.BackoffRecord{FailuresAfterLastSuccess: m.failuresAfterLastSuccess, LastFailureTime: m.lastFailureTime}
 }
 
 // fieldOf is the unexported field name of jm.
