@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/features"
@@ -126,12 +127,12 @@ func agree(t *testing.T, bin, version string, off []featuregate.Feature, first u
 	for seed := first; seed < first+uint64(cases); seed++ {
 		j, pods := randomJob(seed)
 		withoutFieldsOf(j, off)
-		prior := randomBackoff(seed)
-		want := referenceSync(t, j, pods, prior).finishedForgets(j.Status)
-		got := plannerSync(t, client, stream, j, pods, prior).finishedForgets(j.Status)
+		state := randomState(seed)
+		want := referenceSync(t, j, pods, state).finishedForgets(j.Status)
+		got := plannerSync(t, client, stream, j, pods, state).finishedForgets(j.Status)
 		seen.add(j, want)
 		diff := cmp.Diff(want, got, cmpopts.EquateEmpty())
-		if diff != "" && referenceMayDecide(t, j, pods, prior, got) {
+		if diff != "" && referenceMayDecide(t, j, pods, state, got) {
 			seen.Ties++
 			continue
 		}
@@ -302,7 +303,7 @@ func (q recordingQueue) AddAfter(_ string, d time.Duration) { *q.after = append(
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 // referenceSync runs the reference's syncJob once on j and pods.
-func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, prior *plan.BackoffRecord) decided {
+func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, state plan.State) decided {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -364,8 +365,14 @@ func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, prior *plan
 	}
 	key := j.Namespace + "/" + j.Name
 	backoffs := (*backoffStoreOf)(reflect.ValueOf(jm).Elem().FieldByName("podBackoffStore").UnsafePointer())
-	if prior != nil {
-		if err := backoffs.store.Add(newBackoffRecord(key, prior)); err != nil {
+	if state.Backoff != nil {
+		if err := backoffs.store.Add(newBackoffRecord(key, state.Backoff)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := state.Expectations; e.PendingCreations > 0 || e.PendingDeletions > 0 {
+		expectations := fieldOf[controller.ControllerExpectationsInterface](jm, "expectations")
+		if err := expectations.SetExpectations(klog.Background(), key, int(e.PendingCreations), int(e.PendingDeletions)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -391,11 +398,11 @@ func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, prior *plan
 // is no set order (of failed pods of an index, one with more failures and
 // one that finished later; of several pods a FailJob rule matches, the one
 // named): any of its decisions is the reference's.
-func referenceMayDecide(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, prior *plan.BackoffRecord, d decided) bool {
+func referenceMayDecide(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, state plan.State, d decided) bool {
 	// A small map's order is one of its rotations: the pod the planner
 	// names may come first in one try of eight.
 	for range 100 {
-		if cmp.Equal(referenceSync(t, j, pods, prior).finishedForgets(j.Status), d, cmpopts.EquateEmpty()) {
+		if cmp.Equal(referenceSync(t, j, pods, state).finishedForgets(j.Status), d, cmpopts.EquateEmpty()) {
 			return true
 		}
 	}
@@ -416,10 +423,9 @@ func podControlEvent(reason string) bool {
 // same snapshot sent on stream as the executor sends it must be planned the
 // same.
 func plannerSync(t *testing.T, client jobplanev1.PlannerServiceClient, stream jobplanev1.PlannerService_StreamPlanSyncClient,
-	j *batchv1.Job, pods []*corev1.Pod, prior *plan.BackoffRecord) decided {
+	j *batchv1.Job, pods []*corev1.Pod, state plan.State) decided {
 	t.Helper()
-	snap := &plan.Snapshot{Job: j, Pods: pods, Now: now, Finalizer: batchv1.JobTrackingFinalizer,
-		State: plan.State{Backoff: prior}}
+	snap := &plan.Snapshot{Job: j, Pods: pods, Now: now, Finalizer: batchv1.JobTrackingFinalizer, State: state}
 	resp, err := client.PlanSync(context.Background(), snap.Request())
 	if err != nil {
 		t.Fatalf("%s: %v", describe(j, pods), err)
@@ -448,7 +454,7 @@ func plannerSync(t *testing.T, client jobplanev1.PlannerServiceClient, stream jo
 	for _, pod := range pods {
 		hasFinalizer[pod.Name] = slices.Contains(pod.Finalizers, batchv1.JobTrackingFinalizer)
 	}
-	d := decided{Backoff: prior}
+	d := decided{Backoff: state.Backoff}
 	for _, a := range p.Actions {
 		switch a := a.(type) {
 		case plan.CreatePods:
@@ -515,11 +521,22 @@ func (d decided) sorted() decided {
 	return d
 }
 
-// randomBackoff is the backoff record the executor holds for seed's Job
-// from syncs before, in a third of the cases: as the reference's
-// controller would hold it.
-func randomBackoff(seed uint64) *plan.BackoffRecord {
+// randomState is what the executor knows of seed's Job from syncs before,
+// as the reference's controller would: in a third of the cases a pod
+// failure backoff record, in a tenth pod creations or deletions expected
+// and not yet seen (set just now: not expired).
+func randomState(seed uint64) plan.State {
 	r := rand.New(rand.NewPCG(seed, 0x6261636b))
+	var state plan.State
+	if r.IntN(10) == 0 {
+		state.Expectations = plan.Expectations{PendingCreations: int32(r.IntN(3)), PendingDeletions: int32(r.IntN(2)), RecordedAt: now}
+	}
+	state.Backoff = randomBackoff(r)
+	return state
+}
+
+// randomBackoff is a backoff record in a third of the cases.
+func randomBackoff(r *rand.Rand) *plan.BackoffRecord {
 	if r.IntN(3) != 0 {
 		return nil
 	}
@@ -541,7 +558,7 @@ func learnBackoffRecordType(t *testing.T) {
 	j.Spec.Suspend, j.Spec.PodFailurePolicy, j.Status = ptr.To(false), nil, batchv1.JobStatus{}
 	p := randomPod(rand.New(rand.NewPCG(1, 1)), j, 0)
 	p.Status.Phase, p.DeletionTimestamp, p.Finalizers = corev1.PodFailed, nil, []string{batchv1.JobTrackingFinalizer}
-	referenceSync(t, j, []*corev1.Pod{p}, nil)
+	referenceSync(t, j, []*corev1.Pod{p}, plan.State{})
 	if backoffRecordType == nil {
 		t.Fatal("the reference recorded no backoff for a Job with a failed pod")
 	}
