@@ -21,8 +21,22 @@ import (
 // syncHandlerOf is the controller's syncHandler, which NewController sets to
 // its unexported syncJob: the one sync the planner's plan stands for.
 func syncHandlerOf(jm *job.Controller) func(context.Context, string) error {
-	f := reflect.ValueOf(jm).Elem().FieldByName("syncHandler")
-	return *(*func(context.Context, string) error)(unsafe.Pointer(f.UnsafeAddr()))
+	return fieldOf[func(context.Context, string) error](jm, "syncHandler")
+}
+
+// fieldAt is the unexported field name of jm, settable.
+func fieldAt(jm *job.Controller, name string) reflect.Value {
+	f := reflect.ValueOf(jm).Elem().FieldByName(name)
+	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+}
+
+// fieldOf is the unexported field name of jm.
+func fieldOf[T any](jm *job.Controller, name string) T { return fieldAt(jm, name).Interface().(T) }
+
+// setField sets the unexported field name of jm to v.
+func setField(jm *job.Controller, name string, v any) {
+	f := fieldAt(jm, name)
+	f.Set(reflect.ValueOf(v).Convert(f.Type()))
 }
 
 // apiAnswersEverything makes every API call of the sync succeed at once and

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -101,7 +100,7 @@ func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, state plan.
 		}
 	}
 	key := j.Namespace + "/" + j.Name
-	backoffs := (*backoffStoreOf)(reflect.ValueOf(jm).Elem().FieldByName("podBackoffStore").UnsafePointer())
+	backoffs := (*backoffStoreOf)(fieldAt(jm, "podBackoffStore").UnsafePointer())
 	if state.Backoff != nil {
 		if err := backoffs.store.Add(newBackoffRecord(key, state.Backoff)); err != nil {
 			t.Fatal(err)
@@ -214,16 +213,4 @@ func backoffRecordOf(r any) *plan.BackoffRecord {
 	}
 	m := (*referenceBackoffRecord)(v.UnsafePointer())
 	return &plan.BackoffRecord{FailuresAfterLastSuccess: m.failuresAfterLastSuccess, LastFailureTime: m.lastFailureTime}
-}
-
-// fieldOf is the unexported field name of jm.
-func fieldOf[T any](jm *job.Controller, name string) T {
-	f := reflect.ValueOf(jm).Elem().FieldByName(name)
-	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(T)
-}
-
-// setField sets the unexported field name of jm to v.
-func setField(jm *job.Controller, name string, v any) {
-	f := reflect.ValueOf(jm).Elem().FieldByName(name)
-	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(v).Convert(f.Type()))
 }
