@@ -176,7 +176,7 @@ func bearerToken(values []string, carrier string) (token string, present bool, e
 // caches are keyed by the token's hash, never the token; concurrent calls
 // with the same token share one review, which waits for a turn of the
 // budget: in its tenant's lane for a service account token the cluster
-// signed, else in host's lane. A token claiming the cluster's issuer that
+// signed that has not expired, else in host's lane (laneOf). A token claiming the cluster's issuer that
 // the cluster did not sign is refused without a review.
 func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*Identity, error) {
 	if a.client == nil {
@@ -191,12 +191,9 @@ func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*I
 	if v, ok := a.refused.Get(key); ok {
 		return v.(*tokenReview).result()
 	}
-	lane, inHostLane := a.budget.hostLane(host), true
-	switch check, tenant := a.keys.check(ctx, token); check {
-	case forged:
-		return nil, unauthenticated("the bearer token was refused: it claims to be the cluster's service account token, and none of the cluster's keys signed it")
-	case signed:
-		lane, inHostLane = tenantLane(tenant), false
+	lane, inHostLane, err := a.laneOf(ctx, token, host)
+	if err != nil {
+		return nil, err
 	}
 	wait := func(ctx context.Context) error { return a.budget.wait(ctx, lane) }
 	v, err := shareReview(ctx, &a.inflight, key, wait, func(reviewCtx context.Context) (any, error) {
@@ -263,24 +260,50 @@ func (a *Authenticator) audienceMatches(got []string) bool {
 	return false
 }
 
+// laneOf is the budget's lane token's review waits in, and whether it is
+// host's: its tenant's for a service account token the cluster signed that
+// has not expired, else host's. An expired token, which anyone holding it
+// may replay and whose refusal is not cached, never waits ahead of its
+// tenant's own reviews. A token claiming the cluster's issuer that none of
+// its keys signed is refused at once.
+func (a *Authenticator) laneOf(ctx context.Context, token, host string) (string, bool, error) {
+	switch check, tenant := a.keys.check(ctx, token); check {
+	case forged:
+		return "", false, unauthenticated("the bearer token was refused: it claims to be the cluster's service account token, and none of the cluster's keys signed it")
+	case signed:
+		if left, ok := a.lifeLeft(token); !ok || left > 0 {
+			return tenantLane(tenant), false, nil
+		}
+	}
+	return a.budget.hostLane(host), true, nil
+}
+
 // cacheTTL is the configured TTL, shortened to the token's expiry when it
 // is a JWT carrying one: an expired token is never accepted from the cache.
 // The claim is read unverified, only to shorten the cache's reuse.
 func (a *Authenticator) cacheTTL(token string) time.Duration {
-	ttl := a.ttl
+	if left, ok := a.lifeLeft(token); ok {
+		return min(a.ttl, left)
+	}
+	return a.ttl
+}
+
+// lifeLeft is how long a JWT has until its exp claim; false when token
+// names none (or is no JWT).
+func (a *Authenticator) lifeLeft(token string) (time.Duration, bool) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return ttl
+		return 0, false
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
-		return ttl
+		return 0, false
 	}
 	var claims struct {
 		Exp *int64 `json:"exp"`
 	}
 	if json.Unmarshal(payload, &claims) != nil || claims.Exp == nil {
-		return ttl
+		return 0, false
 	}
-	return min(ttl, time.Unix(*claims.Exp, 0).Sub(a.now()))
+	return time.Unix(*claims.Exp, 0).Sub(a.now()), true
 }

@@ -135,7 +135,9 @@ func (k *serviceAccountKeys) current(ctx context.Context) (string, map[string]cr
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.failed {
+	// A failed read keeps the keys read before: a refresh an unknown key
+	// set off and the API server refused must not turn the check off.
+	if k.failed && k.keys == nil {
 		return "", nil
 	}
 	return k.issuer, k.keys
@@ -154,7 +156,8 @@ func (k *serviceAccountKeys) startRead() bool {
 }
 
 // read reads the issuer and keys from the API server (startRead claimed
-// it); a failure leaves tokens unchecked for keysRetryAfterFailure.
+// it); a failure leaves the keys read before, or, with none, tokens
+// unchecked for keysRetryAfterFailure.
 func (k *serviceAccountKeys) read(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

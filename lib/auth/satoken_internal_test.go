@@ -244,6 +244,72 @@ func TestUnreadableKeysLeaveTokensUnchecked(t *testing.T) {
 	}
 }
 
+// A token the cluster signed waits in its tenant's lane while it has not
+// expired; expired, anyone holding it could replay it ahead of the tenant's
+// own reviews (its refusal is not cached), so it waits in its host's lane.
+// One no key signed is refused without a lane.
+func TestAnExpiredTokenWaitsInItsHostsLane(t *testing.T) {
+	issuer, keys := keysOf(t)
+	key := newRSAKey(t)
+	issuer.publish("k", &key.PublicKey)
+	a := &Authenticator{keys: keys, ttl: 10 * time.Second, now: time.Now}
+	expired := saClaims(testIssuer)
+	expired["exp"] = time.Now().Add(-time.Minute).Unix()
+	for _, tc := range []struct {
+		name     string
+		token    string
+		want     string
+		wantHost bool
+	}{
+		{"signed", signedToken(t, "RS256", "k", saClaims(testIssuer), key), tenantLane("namespace:team-a"), false},
+		{"signed, expired", signedToken(t, "RS256", "k", expired, key), "hosts/10.0.0.1", true},
+		{"not a JWT", "made-up", "hosts/10.0.0.1", true},
+	} {
+		lane, byHost, err := a.laneOf(context.Background(), tc.token, "10.0.0.1")
+		if err != nil || lane != tc.want || byHost != tc.wantHost {
+			t.Errorf("%s: lane %q (host's: %v), %v; want %q (host's: %v)", tc.name, lane, byHost, err, tc.want, tc.wantHost)
+		}
+	}
+	if _, _, err := a.laneOf(context.Background(), signedToken(t, "RS256", "k", saClaims(testIssuer), nil), "10.0.0.1"); err == nil {
+		t.Error("a token no key signed was given a lane")
+	}
+}
+
+// A read of the keys the API server refuses, set off by a token naming a
+// key the cluster does not have, keeps the keys read before: a token that
+// names a known key and is signed by none stays forged, refused without a
+// review.
+func TestAFailedReadKeepsTheKeysReadBefore(t *testing.T) {
+	issuer, keys := keysOf(t)
+	now := time.Now()
+	keys.now = func() time.Time { return now }
+	issuer.publish("k", &newRSAKey(t).PublicKey)
+	forgedToken := signedToken(t, "RS256", "k", saClaims(testIssuer), nil)
+	if got, _ := keys.check(context.Background(), forgedToken); got != forged {
+		t.Fatalf("with the keys read: %v, want forged", got)
+	}
+	issuer.mu.Lock()
+	issuer.forbidden = true
+	issuer.mu.Unlock()
+	now = now.Add(keysRefreshEvery)
+	before := issuer.requests.Load()
+	keys.check(context.Background(), signedToken(t, "RS256", "unknown", saClaims(testIssuer), nil))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		keys.mu.Lock()
+		read := keys.failed && !keys.reading
+		keys.mu.Unlock()
+		if read {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed read of the keys after a token of an unknown key (%d requests before, %d now)", before, issuer.requests.Load())
+		}
+	}
+	if got, _ := keys.check(context.Background(), forgedToken); got != forged {
+		t.Errorf("after a failed read: %v, want forged (the keys read before)", got)
+	}
+}
+
 // EC keys of every curve the API server signs with, their coordinates as
 // short as big-endian integers may write them, are read and verify.
 func TestECKeysOfEachCurveAreRead(t *testing.T) {
