@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/admission"
 	"github.com/jobplane/jobplane/lib/apierr"
 	libplan "github.com/jobplane/jobplane/lib/plan"
 )
@@ -42,6 +43,9 @@ type deltaPlanner struct {
 	// maxStreams: the streams it opens, then refuses (0: any number), as
 	// the chassis refuses a caller past -max-streams-per-caller.
 	maxStreams int
+	// endSecondStream ends the second stream opened at its first request
+	// with this error, when set.
+	endSecondStream error
 
 	mu    sync.Mutex
 	kinds []string // "full" or "delta N/M" (upserted/removed), "+" when partial, in order
@@ -63,7 +67,7 @@ func (f *deltaPlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1
 	n := f.opened
 	f.mu.Unlock()
 	if f.maxStreams > 0 && n > f.maxStreams {
-		return status.Error(codes.ResourceExhausted, "too many streams")
+		return admission.Exhausted("too many streams", "TOO_MANY_STREAMS", "system", time.Second)
 	}
 	limit := cmp.Or(f.maxMessage, 64<<20)
 	if err := sendMaxMessage(stream, limit); err != nil {
@@ -80,6 +84,15 @@ func (f *deltaPlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1
 		}
 		if n := proto.Size(req); n > limit {
 			return status.Errorf(codes.ResourceExhausted, "a request of %d bytes, more than %d", n, limit)
+		}
+		if f.endSecondStream != nil && n == 2 {
+			f.mu.Lock()
+			end := f.endSecondStream
+			f.endSecondStream = nil
+			f.mu.Unlock()
+			if end != nil {
+				return end
+			}
 		}
 		resp := &jobplanev1.StreamPlanSyncResponse{Id: req.GetId()}
 		if plan, err := f.plan(held, req, n); err != nil {
@@ -500,6 +513,27 @@ func TestARefusedBulkLaneLeavesTheSyncsLane(t *testing.T) {
 	}
 	large.succeed(0)
 	mustPlan(t, c, large, "delta 1/0", f)
+}
+
+// A bulk stream ended by a RESOURCE_EXHAUSTED that is not its refusal (a
+// request the planner would not take, its unread answers) costs the sync
+// that was on it and nothing more: the next large snapshot opens a bulk
+// stream again, rather than go on the syncs lane for refusedLaneRetry.
+func TestABulkStreamEndedOtherwiseIsReopened(t *testing.T) {
+	f := &deltaPlanner{maxMessage: 1500,
+		endSecondStream: status.Error(codes.ResourceExhausted, "a request of 1501 bytes, more than 1500")}
+	c := newClient(t, startPlannerImpl(t, f))
+	large := newWorld("large", 60)
+	if _, err := planSnapshot(t, c, large); err == nil {
+		t.Fatal("planned on a stream that ended")
+	}
+	eventually(t, 5*time.Second, "the large Job planned once its lane reopens", func() bool {
+		_, err := planSnapshot(t, c, large)
+		return err == nil
+	})
+	if _, on := f.sent(); on[len(on)-1] != 3 {
+		t.Errorf("the snapshot sent on streams %v, want its last part on a third stream: the bulk lane opened again", on)
+	}
 }
 
 // On the syncs lane a request in parts goes in parts of a quarter of what

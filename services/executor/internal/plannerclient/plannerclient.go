@@ -316,6 +316,13 @@ func baseUnknown(err error) bool {
 	return status.Code(err) == codes.FailedPrecondition && apierr.Reason(err) == "SNAPSHOT_BASE_UNKNOWN"
 }
 
+// streamRefused: the planner's admission refused the stream (err its end),
+// as it refuses a caller one stream too many: not a request it refused.
+func streamRefused(err error) bool {
+	reason := apierr.Reason(err)
+	return status.Code(err) == codes.ResourceExhausted && (reason == "TOO_MANY_STREAMS" || reason == "STREAM_PREEMPTED")
+}
+
 // outgoing is a request to send, its id, and where its answer comes.
 type outgoing struct {
 	id     string
@@ -508,8 +515,8 @@ func (c *Client) receive(s *stream) {
 }
 
 // broken fails every request waiting on s and lets the next request reopen
-// its lane; a bulk lane the planner refused (RESOURCE_EXHAUSTED) is left
-// unused for refusedLaneRetry.
+// its lane; a bulk lane the planner refused (streamRefused) is left unused
+// for refusedLaneRetry.
 func (c *Client) broken(s *stream, err error) {
 	c.mu.Lock()
 	ls := &c.lanes[s.lane]
@@ -519,7 +526,7 @@ func (c *Client) broken(s *stream, err error) {
 		c.broke.Add(1)
 	}
 	// Its status comes to the receiver; a send may have seen only its end.
-	if s.lane == bulk && status.Code(err) == codes.ResourceExhausted {
+	if s.lane == bulk && streamRefused(err) {
 		ls.refusedUntil = time.Now().Add(refusedLaneRetry)
 	}
 	c.mu.Unlock()
