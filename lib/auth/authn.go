@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -50,6 +51,8 @@ type Authenticator struct {
 // tokenReview is the API server's answer about one token.
 type tokenReview struct {
 	id *Identity // nil: not authenticated
+	// refusal is why, when not the TokenReview's generic one.
+	refusal string
 }
 
 // NewAuthenticator returns an authenticator that reviews tokens with
@@ -191,9 +194,15 @@ func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*I
 	if v, ok := a.refused.Get(key); ok {
 		return v.(*tokenReview).result()
 	}
-	lane, inHostLane, err := a.laneOf(ctx, token, host)
-	if err != nil {
-		return nil, err
+	lane, inHostLane, forged := a.laneOf(ctx, token, host)
+	if forged {
+		// Cached as a review's refusal is, so that a replay checks no
+		// signature again.
+		r := &tokenReview{refusal: "the bearer token was refused: it claims to be the cluster's service account token, and none of the cluster's keys signed it"}
+		if ttl := a.cacheTTL(token); ttl > 0 {
+			a.refused.Add(key, r, ttl)
+		}
+		return r.result()
 	}
 	wait := func(ctx context.Context) error { return a.budget.wait(ctx, lane) }
 	v, err := shareReview(ctx, &a.inflight, key, wait, func(reviewCtx context.Context) (any, error) {
@@ -241,7 +250,7 @@ func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*I
 
 func (r *tokenReview) result() (*Identity, error) {
 	if r.id == nil {
-		return nil, unauthenticated("the bearer token was refused: invalid, expired or issued for another audience")
+		return nil, unauthenticated(cmp.Or(r.refusal, "the bearer token was refused: invalid, expired or issued for another audience"))
 	}
 	return r.id, nil
 }
@@ -265,17 +274,17 @@ func (a *Authenticator) audienceMatches(got []string) bool {
 // has not expired, else host's. An expired token, which anyone holding it
 // may replay and whose refusal is not cached, never waits ahead of its
 // tenant's own reviews. A token claiming the cluster's issuer that none of
-// its keys signed is refused at once.
-func (a *Authenticator) laneOf(ctx context.Context, token, host string) (string, bool, error) {
+// its keys signed is forged: it gets no lane, and no review.
+func (a *Authenticator) laneOf(ctx context.Context, token, host string) (lane string, byHost, isForged bool) {
 	switch check, tenant := a.keys.check(ctx, token); check {
 	case forged:
-		return "", false, unauthenticated("the bearer token was refused: it claims to be the cluster's service account token, and none of the cluster's keys signed it")
+		return "", false, true
 	case signed:
 		if left, ok := a.lifeLeft(token); !ok || left > 0 {
-			return tenantLane(tenant), false, nil
+			return tenantLane(tenant), false, false
 		}
 	}
-	return a.budget.hostLane(host), true, nil
+	return a.budget.hostLane(host), true, false
 }
 
 // cacheTTL is the configured TTL, shortened to the token's expiry when it

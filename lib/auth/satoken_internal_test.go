@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 )
 
@@ -265,13 +266,32 @@ func TestAnExpiredTokenWaitsInItsHostsLane(t *testing.T) {
 		{"signed, expired", signedToken(t, "RS256", "k", expired, key), "hosts/10.0.0.1", true},
 		{"not a JWT", "made-up", "hosts/10.0.0.1", true},
 	} {
-		lane, byHost, err := a.laneOf(context.Background(), tc.token, "10.0.0.1")
-		if err != nil || lane != tc.want || byHost != tc.wantHost {
-			t.Errorf("%s: lane %q (host's: %v), %v; want %q (host's: %v)", tc.name, lane, byHost, err, tc.want, tc.wantHost)
+		lane, byHost, forged := a.laneOf(context.Background(), tc.token, "10.0.0.1")
+		if forged || lane != tc.want || byHost != tc.wantHost {
+			t.Errorf("%s: lane %q (host's: %v, forged: %v); want %q (host's: %v)", tc.name, lane, byHost, forged, tc.want, tc.wantHost)
 		}
 	}
-	if _, _, err := a.laneOf(context.Background(), signedToken(t, "RS256", "k", saClaims(testIssuer), nil), "10.0.0.1"); err == nil {
-		t.Error("a token no key signed was given a lane")
+	if _, _, forged := a.laneOf(context.Background(), signedToken(t, "RS256", "k", saClaims(testIssuer), nil), "10.0.0.1"); !forged {
+		t.Error("a token no key signed was not found forged")
+	}
+}
+
+// A forged token is refused with the keys' reason, and its refusal cached
+// as a review's is: a replay checks no signature again.
+func TestAForgedTokensRefusalIsCached(t *testing.T) {
+	issuer, keys := keysOf(t)
+	issuer.publish("k", &newRSAKey(t).PublicKey)
+	a := NewAuthenticator(Config{TokenCacheTTL: 10 * time.Second, TokenCacheSize: 16}, fake.NewClientset(), nil, slog.New(slog.DiscardHandler))
+	a.keys = keys
+	forgedToken := signedToken(t, "RS256", "k", saClaims(testIssuer), nil)
+	for i := range 2 {
+		if _, err := a.reviewToken(context.Background(), forgedToken, "10.0.0.1"); err == nil || !strings.Contains(err.Error(), "none of the cluster's keys signed it") {
+			t.Fatalf("call %d: %v, want refused with the keys' reason", i, err)
+		}
+		sum := sha256.Sum256([]byte(forgedToken))
+		if _, ok := a.refused.Get(string(sum[:])); !ok {
+			t.Fatalf("call %d: the refusal is not cached", i)
+		}
 	}
 }
 
