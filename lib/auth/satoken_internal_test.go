@@ -194,15 +194,19 @@ func TestTheKeysAreReadAgainForANewKeyOnly(t *testing.T) {
 			t.Fatalf("a token of the new key: %v, want unchecked until the keys are read again, then signed", got)
 		}
 	}
+	// Signed before the checks start: a goroutine must not stop the test.
+	tokens := make([]string, 50)
+	for i := range tokens {
+		tokens[i] = signedToken(t, "RS256", "made-up", saClaims(testIssuer), newRSAKeyFor(t, i))
+		if i%2 == 1 {
+			tokens[i] = signedToken(t, "RS256", "old", saClaims("https://idp.example.com"), old)
+		}
+	}
 	before := issuer.reads.Load()
 	start := time.Now()
 	var wg sync.WaitGroup
-	for i := range 50 {
+	for _, token := range tokens {
 		wg.Go(func() {
-			token := signedToken(t, "RS256", "made-up", saClaims(testIssuer), newRSAKeyFor(t, i))
-			if i%2 == 1 {
-				token = signedToken(t, "RS256", "old", saClaims("https://idp.example.com"), old)
-			}
 			if got, _ := keys.check(context.Background(), token); got != unchecked {
 				t.Errorf("a made-up key or another issuer: %v, want unchecked", got)
 			}
