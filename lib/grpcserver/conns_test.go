@@ -251,10 +251,7 @@ func floodedWhileAuthenticating(t *testing.T, ip net.IP) *grpctest.Server {
 	t.Cleanup(flood.Wait)
 	t.Cleanup(cancel)
 	flood.Go(func() {
-		from := grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
-			return d.DialContext(ctx, "tcp", addr)
-		})
+		from := dialingFrom(ip)
 		for ctx.Err() == nil {
 			conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()), from)
 			if err != nil {

@@ -113,10 +113,7 @@ func flood(t testing.TB, srv *grpctest.Server, ips []net.IP, call func(ctx conte
 	conns := max(4, len(ips))
 	for c := range conns {
 		ip := ips[c%len(ips)]
-		from := grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
-			return d.DialContext(ctx, "tcp", addr)
-		})
+		from := dialingFrom(ip)
 		conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()), from)
 		if err != nil {
 			t.Fatal(err)
@@ -161,4 +158,13 @@ func TestMadeUpTokensNeverPushACallersAnswerOut(t *testing.T) {
 	if n := cluster.reviewsOf("alice-token"); n != 1 {
 		t.Errorf("alice's token was reviewed %d times, want once: made-up tokens pushed her answer out", n)
 	}
+}
+
+// dialingFrom makes a client's connections from ip, as a caller on another
+// host of the loopback network.
+func dialingFrom(ip net.IP) grpc.DialOption {
+	return grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
+		return d.DialContext(ctx, "tcp", addr)
+	})
 }

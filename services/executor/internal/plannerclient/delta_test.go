@@ -262,7 +262,7 @@ func mustPlan(t *testing.T, c *Client, w *world, wantKind string, f *deltaPlanne
 
 func TestSnapshotsAfterTheFirstAreSentAsDeltas(t *testing.T) {
 	f := &deltaPlanner{}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	a, b := newWorld("a", 50), newWorld("b", 20)
 	mustPlan(t, c, a, "full", f)
 	mustPlan(t, c, b, "full", f)
@@ -292,6 +292,12 @@ func TestSnapshotsAfterTheFirstAreSentAsDeltas(t *testing.T) {
 	mustPlan(t, c, a, "delta 1/0", f)
 }
 
+// clientOf is a client of a planner serving f.
+func clientOf(t *testing.T, f *deltaPlanner) *Client {
+	t.Helper()
+	return newClient(t, startPlannerImpl(t, f))
+}
+
 // startPlannerImpl starts a planner process serving impl.
 func startPlannerImpl(t *testing.T, impl jobplanev1.PlannerServiceServer) *planner {
 	t.Helper()
@@ -303,7 +309,7 @@ func startPlannerImpl(t *testing.T, impl jobplanev1.PlannerServiceServer) *plann
 
 func TestDeltaAgainstAnEvictedBaseIsResentInFull(t *testing.T) {
 	f := &deltaPlanner{}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	a := newWorld("a", 30)
 	mustPlan(t, c, a, "full", f)
 	a.succeed(1)
@@ -326,7 +332,7 @@ func TestDeltaAgainstAnEvictedBaseIsResentInFull(t *testing.T) {
 
 func TestFailedOrFinishingSyncsAreFollowedByFullSnapshots(t *testing.T) {
 	f := &deltaPlanner{}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	a := newWorld("a", 5)
 	mustPlan(t, c, a, "full", f)
 	good := a.pods[2]
@@ -371,7 +377,7 @@ func TestReconnectStartsWithFullSnapshots(t *testing.T) {
 // the planner takes, and its Job's deltas follow it there.
 func TestASnapshotLargerThanThePlannerTakesIsSentInParts(t *testing.T) {
 	f := &deltaPlanner{maxMessage: 1500}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	a := newWorld("a", 60)
 	if _, err := planSnapshot(t, c, a); err != nil {
 		t.Fatal(err)
@@ -409,7 +415,7 @@ func TestASnapshotLargerThanThePlannerTakesIsSentInParts(t *testing.T) {
 // sync of the Job starts again in full.
 func TestAPartRefusedFailsTheSync(t *testing.T) {
 	f := &deltaPlanner{maxMessage: 1500}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	a := newWorld("a", 60)
 	good := a.pods[2]
 	a.pods[2] = good.DeepCopy()
@@ -442,7 +448,7 @@ func TestAPartRefusedFailsTheSync(t *testing.T) {
 // request (it cannot be split) is sent in full instead, in parts.
 func TestADeltaThatCannotBeSplitIsSentInFull(t *testing.T) {
 	f := &deltaPlanner{maxMessage: 1500}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	a := newWorld(strings.Repeat("a", 40), 60)
 	if _, err := planSnapshot(t, c, a); err != nil {
 		t.Fatal(err)
@@ -495,7 +501,7 @@ func TestASyncInPartsCancelledLeavesNothingWaiting(t *testing.T) {
 // snapshots then go on the syncs lane, in quarters.
 func TestARefusedBulkLaneLeavesTheSyncsLane(t *testing.T) {
 	f := &deltaPlanner{maxMessage: 1500, maxStreams: 1}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	large := newWorld("large", 60)
 	if _, err := planSnapshot(t, c, large); err == nil {
 		t.Fatal("planned on a refused stream")
@@ -522,7 +528,7 @@ func TestARefusedBulkLaneLeavesTheSyncsLane(t *testing.T) {
 func TestABulkStreamEndedOtherwiseIsReopened(t *testing.T) {
 	f := &deltaPlanner{maxMessage: 1500,
 		endSecondStream: status.Error(codes.ResourceExhausted, "a request of 1501 bytes, more than 1500")}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	large := newWorld("large", 60)
 	if _, err := planSnapshot(t, c, large); err == nil {
 		t.Fatal("planned on a stream that ended")
@@ -542,7 +548,7 @@ func TestABulkStreamEndedOtherwiseIsReopened(t *testing.T) {
 // it takes.
 func TestPartsOnTheSyncsLaneAreAQuarterOfTheLimit(t *testing.T) {
 	f := &deltaPlanner{maxMessage: 1500}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	a := newWorld("a", 2)
 	mustPlan(t, c, a, "full", f)
 	a.pods = append(a.pods, newWorld("b", 40).pods...)
@@ -562,7 +568,7 @@ func TestPartsOnTheSyncsLaneAreAQuarterOfTheLimit(t *testing.T) {
 // sync; each Job's deltas follow its base.
 func TestALargeSnapshotGoesOnAStreamOfItsOwn(t *testing.T) {
 	f := &deltaPlanner{maxMessage: 1500}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	small, large := newWorld("small", 2), newWorld("large", 20)
 	mustPlan(t, c, small, "full", f)
 	if _, err := planSnapshot(t, c, large); err != nil {
@@ -589,7 +595,7 @@ func TestALargeSnapshotGoesOnAStreamOfItsOwn(t *testing.T) {
 // the lane it left keeps no record of it.
 func TestAJobsBaseIsOnOneLaneOnly(t *testing.T) {
 	f := &deltaPlanner{maxMessage: 1500}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	grown := newWorld("grown", 2)
 	mustPlan(t, c, grown, "full", f)
 	// Sent in full with its new pods (as after a lost base): the bulk lane.
@@ -612,7 +618,7 @@ func TestAJobsBaseIsOnOneLaneOnly(t *testing.T) {
 // takes goes in parts of what it takes.
 func TestPartsAreAQuarterOfTheLimitWhenTheJobFits(t *testing.T) {
 	f := &deltaPlanner{maxMessage: 1500}
-	c := newClient(t, startPlannerImpl(t, f))
+	c := clientOf(t, f)
 	a := newWorld("a", 60)
 	var indexes []string
 	for i := 0; i < 400; i += 2 {
