@@ -78,9 +78,14 @@ func RunCron(ctx context.Context, workers int) {
 	stopWhenDone(ctx, cron)
 }
 
-// stopWhenDone stops the process once ctx ends.
-func stopWhenDone(ctx context.Context, p *exec.Cmd) {
+// stopWhenDone stops the processes once ctx ends, and returns once they
+// exited.
+func stopWhenDone(ctx context.Context, procs ...*exec.Cmd) {
 	<-ctx.Done()
-	_ = p.Process.Signal(syscall.SIGTERM)
-	_ = p.Wait()
+	for _, p := range procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		_ = p.Wait()
+	}
 }

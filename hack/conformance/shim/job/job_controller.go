@@ -57,28 +57,60 @@ const (
 // Controller is jobplane in the reference controller's place.
 type Controller struct {
 	client clientset.Interface
-	// dir holds the kubeconfig and token of the last Run, removed when it
-	// ends.
+	// dir holds the kubeconfig and token of this controller's processes,
+	// removed once they exited.
 	dir string
+	// exited is closed once the processes exited, after their context
+	// ended.
+	exited chan struct{}
 }
 
-// NewController keeps the client; the informers are the reference's, which
-// jobplane's executor does not share.
-func NewController(_ context.Context, kubeClient clientset.Interface, _ coreinformers.PodInformer, _ batchinformers.JobInformer,
+// NewController starts jobplane's planner and executor (-drop-in) against
+// the client's API server, with the feature gates the test process has
+// now, and returns once the executor is ready; they stop when ctx ends.
+// The reference's controller syncs a Job from the moment its Run starts,
+// and the tests create their Jobs right after: started in Run, jobplane
+// would sync them a second or two later than the reference does (its
+// start and the drop-in probe), so that a test's steps, timed for the
+// reference's batched syncs, could meet syncs the reference makes only
+// after the test ended (TestJobPodReplacementPolicy's cleanup, which
+// deletes pods until none is left, once met a replacement pod created
+// meanwhile and, its finalizers kept, waited for the two hours of the run).
+func NewController(ctx context.Context, kubeClient clientset.Interface, _ coreinformers.PodInformer, _ batchinformers.JobInformer,
 	_ schedulinginformers.WorkloadInformer, _ schedulinginformers.PodGroupInformer) (*Controller, error) {
 	// The tests read the reference's metrics in process: they mirror the
 	// executor's (mirrorMetrics).
 	metrics.Register()
-	// A test creates its Jobs as soon as the controller is started; the
-	// last one's processes, stopping, could still sync them (with other
-	// feature gates: TestManagedBy's subtests).
-	waitLastRunExited(30 * time.Second)
-	return &Controller{client: kubeClient}, nil
+	c := &Controller{client: kubeClient, exited: make(chan struct{})}
+	// The last controller's processes, stopping, could still sync this
+	// one's Jobs (with other feature gates: TestManagedBy's subtests), and
+	// two executors in drop-in mode would find each other (the new one's
+	// probe is answered by the old one).
+	waitLastExited(30 * time.Second)
+	runningMu.Lock()
+	running = c.exited
+	runningMu.Unlock()
+	procs, metricsURL, err := c.start(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conformance shim: starting jobplane: %v\n", err)
+	}
+	if metricsURL != "" {
+		mirrorMetrics(ctx, metricsURL)
+	}
+	go func() {
+		defer close(c.exited)
+		defer forgetExecutor()
+		stopWhenDone(ctx, procs...)
+		if c.dir != "" {
+			_ = os.RemoveAll(c.dir)
+		}
+	}()
+	return c, nil
 }
 
-// waitLastRunExited waits, at most wait, for the processes of the last Run
-// to exit.
-func waitLastRunExited(wait time.Duration) {
+// waitLastExited waits, at most wait, for the processes of the last
+// controller to exit.
+func waitLastExited(wait time.Duration) {
 	runningMu.Lock()
 	last := running
 	runningMu.Unlock()
@@ -91,50 +123,22 @@ func waitLastRunExited(wait time.Duration) {
 	}
 }
 
-// running is the jobplane of the last Run: a test that restarts the
-// controller cancels the old one's context and starts the new one at once,
-// and two executors in drop-in mode would find each other (the new one's
-// probe is answered by the old one), so a Run waits until the last one's
-// processes have exited.
+// running is closed once the last controller's processes exited.
 var (
 	runningMu sync.Mutex
-	running   chan struct{} // closed once the last Run's processes exited
+	running   chan struct{}
 )
 
-// Run starts the planner and the executor (-drop-in) against the client's
-// API server and stops them when ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	runningMu.Lock()
-	previous, exited := running, make(chan struct{})
-	running = exited
-	runningMu.Unlock()
-	defer close(exited)
-	if previous != nil {
-		<-previous
-	}
-	procs, metricsURL, err := c.start(ctx, workers)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "conformance shim: starting jobplane: %v\n", err)
-	}
-	defer forgetExecutor()
-	if metricsURL != "" {
-		mirrorMetrics(ctx, metricsURL)
-	}
+// Run returns once ctx ended and jobplane's processes, started by
+// NewController, exited. The executor runs one worker, as every test asks.
+func (c *Controller) Run(ctx context.Context, _ int) {
 	<-ctx.Done()
-	for _, p := range procs {
-		_ = p.Process.Signal(syscall.SIGTERM)
-	}
-	for _, p := range procs {
-		_ = p.Wait()
-	}
-	if c.dir != "" {
-		_ = os.RemoveAll(c.dir)
-	}
+	<-c.exited
 }
 
 // start starts the planner and the executor; it returns them and the
 // executor's /metrics.
-func (c *Controller) start(ctx context.Context, workers int) ([]*exec.Cmd, string, error) {
+func (c *Controller) start(ctx context.Context) ([]*exec.Cmd, string, error) {
 	dir, err := os.MkdirTemp("", "jobplane-conformance-")
 	if err != nil {
 		return nil, "", err
@@ -161,15 +165,13 @@ func (c *Controller) start(ctx context.Context, workers int) ([]*exec.Cmd, strin
 	executorAddr := fmt.Sprintf("127.0.0.1:%d", ports[1])
 	executor, err := startProcess(bin, "executor", "-grpc-addr", executorAddr, "-metrics-addr", metricsAddr,
 		"-allow-unauthenticated-metrics", "-authn-anonymous", "-shutdown-drain", "0s", "-kubeconfig", kubeconfig,
-		"-planner-addr", plannerAddr, "-leader-elect=false", "-workers", fmt.Sprint(max(workers, 1)),
+		"-planner-addr", plannerAddr, "-leader-elect=false", "-workers", "1",
 		"-kube-api-qps", "1000", "-kube-api-burst", "1000", "-drop-in", "-drop-in-probe-wait", "1s", "-feature-gates", gates)
 	if err != nil {
 		_ = planner.Process.Kill()
 		return nil, "", err
 	}
 	procs := []*exec.Cmd{planner, executor}
-	// As the reference's start waits for its caches: the test goes on
-	// either way.
 	err = waitReady(ctx, "http://"+metricsAddr+"/readyz")
 	announceExecutor(runningExecutor{addr: executorAddr, kubeconfig: kubeconfig, tokenFile: tokenFile})
 	return procs, "http://" + metricsAddr + "/metrics", err
