@@ -29,10 +29,14 @@ func announceExecutor(e runningExecutor) {
 	executorChanged = make(chan struct{})
 }
 
-func forgetExecutor() {
+// forgetExecutor forgets the executor at addr, unless another one was
+// announced since.
+func forgetExecutor(addr string) {
 	executorMu.Lock()
 	defer executorMu.Unlock()
-	executorNow = nil
+	if executorNow != nil && executorNow.addr == addr {
+		executorNow = nil
+	}
 }
 
 // currentExecutor waits for a Run's executor: the tests start the CronJob

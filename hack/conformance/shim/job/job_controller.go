@@ -90,7 +90,7 @@ func NewController(ctx context.Context, kubeClient clientset.Interface, _ corein
 	runningMu.Lock()
 	running = c.exited
 	runningMu.Unlock()
-	procs, metricsURL, err := c.start(ctx)
+	procs, executorAddr, metricsURL, err := c.start(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conformance shim: starting jobplane: %v\n", err)
 	}
@@ -99,7 +99,7 @@ func NewController(ctx context.Context, kubeClient clientset.Interface, _ corein
 	}
 	go func() {
 		defer close(c.exited)
-		defer forgetExecutor()
+		defer forgetExecutor(executorAddr)
 		stopWhenDone(ctx, procs...)
 		if c.dir != "" {
 			_ = os.RemoveAll(c.dir)
@@ -136,22 +136,22 @@ func (c *Controller) Run(ctx context.Context, _ int) {
 	<-c.exited
 }
 
-// start starts the planner and the executor; it returns them and the
-// executor's /metrics.
-func (c *Controller) start(ctx context.Context) ([]*exec.Cmd, string, error) {
+// start starts the planner and the executor; it returns them, the
+// executor's address and its /metrics.
+func (c *Controller) start(ctx context.Context) ([]*exec.Cmd, string, string, error) {
 	dir, err := os.MkdirTemp("", "jobplane-conformance-")
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	c.dir = dir
 	kubeconfig, tokenFile, err := c.writeKubeconfig(ctx, dir)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	bin := os.Getenv(binEnv)
 	ports, err := freePorts(3)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	plannerAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	gates := featureGates()
@@ -159,7 +159,7 @@ func (c *Controller) start(ctx context.Context) ([]*exec.Cmd, string, error) {
 		"-pod-failure-backoff", DefaultJobPodFailureBackOff.String(), "-max-pod-failure-backoff", MaxJobPodFailureBackOff.String(),
 		"-feature-gates", gates)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", ports[2])
 	executorAddr := fmt.Sprintf("127.0.0.1:%d", ports[1])
@@ -169,12 +169,12 @@ func (c *Controller) start(ctx context.Context) ([]*exec.Cmd, string, error) {
 		"-kube-api-qps", "1000", "-kube-api-burst", "1000", "-drop-in", "-drop-in-probe-wait", "1s", "-feature-gates", gates)
 	if err != nil {
 		_ = planner.Process.Kill()
-		return nil, "", err
+		return nil, "", "", err
 	}
 	procs := []*exec.Cmd{planner, executor}
 	err = waitReady(ctx, "http://"+metricsAddr+"/readyz")
 	announceExecutor(runningExecutor{addr: executorAddr, kubeconfig: kubeconfig, tokenFile: tokenFile})
-	return procs, "http://" + metricsAddr + "/metrics", err
+	return procs, executorAddr, "http://" + metricsAddr + "/metrics", err
 }
 
 // featureGates are the gates the Job controller reads as the test process
