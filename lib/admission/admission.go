@@ -43,6 +43,17 @@ const (
 	ClassCompute = "compute" // a pure function of the request
 )
 
+// The reasons a stream is refused or ended with (RESOURCE_EXHAUSTED), which
+// a client tells from a request refused on a stream it keeps.
+const (
+	// ReasonTooManyStreams: the caller, or the level, holds the most
+	// streams allowed.
+	ReasonTooManyStreams = "TOO_MANY_STREAMS"
+	// ReasonStreamPreempted: the stream was ended for a caller holding
+	// fewer.
+	ReasonStreamPreempted = "STREAM_PREEMPTED"
+)
+
 // LevelConfig is one priority level's budgets.
 type LevelConfig struct {
 	// Seats bounds the calls in flight.

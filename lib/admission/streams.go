@@ -37,7 +37,7 @@ func (c *Controller) OpenStream(levelName, flow string, preempt func()) (*Ticket
 	if refusal != "" {
 		l.mu.Unlock()
 		c.metrics.rejected.WithLabelValues(l.name, "streams").Inc()
-		return nil, Exhausted(refusal, "TOO_MANY_STREAMS", l.name, c.cfg.MaxQueueWait)
+		return nil, Exhausted(refusal, ReasonTooManyStreams, l.name, c.cfg.MaxQueueWait)
 	}
 	if victim != nil {
 		l.forgetStream(victim)
@@ -49,7 +49,7 @@ func (c *Controller) OpenStream(levelName, flow string, preempt func()) (*Ticket
 	c.metrics.admitted.WithLabelValues(l.name).Inc()
 	c.metrics.inUse.WithLabelValues(l.name, "streams").Inc()
 	if victim != nil {
-		c.metrics.rejected.WithLabelValues(l.name, "STREAM_PREEMPTED").Inc()
+		c.metrics.rejected.WithLabelValues(l.name, ReasonStreamPreempted).Inc()
 		c.metrics.inUse.WithLabelValues(l.name, "streams").Dec()
 		if victim.preempt != nil {
 			victim.preempt()
@@ -111,5 +111,5 @@ func (t *Ticket) Preempted() error {
 		return nil
 	}
 	return Exhausted(fmt.Sprintf("the stream was ended for a caller holding fewer of the %d streams of priority level %q than this caller", t.level.cfg.Streams, t.level.name),
-		"STREAM_PREEMPTED", t.level.name, t.c.cfg.MaxQueueWait)
+		ReasonStreamPreempted, t.level.name, t.c.cfg.MaxQueueWait)
 }

@@ -179,8 +179,9 @@ func bearerToken(values []string, carrier string) (token string, present bool, e
 // caches are keyed by the token's hash, never the token; concurrent calls
 // with the same token share one review, which waits for a turn of the
 // budget: in its tenant's lane for a service account token the cluster
-// signed that has not expired, else in host's lane (laneOf). A token claiming the cluster's issuer that
-// the cluster did not sign is refused without a review.
+// signed that has not expired, else in host's lane (laneOf). A token
+// claiming the cluster's issuer that the cluster did not sign is refused
+// without a review.
 func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*Identity, error) {
 	if a.client == nil {
 		return nil, apierr.New(codes.Unavailable, "NO_KUBERNETES_API", nil,
@@ -194,12 +195,13 @@ func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*I
 	if v, ok := a.refused.Get(key); ok {
 		return v.(*tokenReview).result()
 	}
-	lane, inHostLane, forged := a.laneOf(ctx, token, host)
+	expiry, expires := tokenExpiry(token)
+	lane, inHostLane, forged := a.laneOf(ctx, token, host, expiry, expires)
 	if forged {
 		// Cached as a review's refusal is, so that a replay checks no
 		// signature again.
 		r := &tokenReview{refusal: "the bearer token was refused: it claims to be the cluster's service account token, and none of the cluster's keys signed it"}
-		if ttl := a.cacheTTL(token); ttl > 0 {
+		if ttl := a.cacheTTL(expiry, expires); ttl > 0 {
 			a.refused.Add(key, r, ttl)
 		}
 		return r.result()
@@ -228,7 +230,7 @@ func (a *Authenticator) reviewToken(ctx context.Context, token, host string) (*I
 				a.budget.refusedFrom(host)
 			}
 		}
-		if ttl := a.cacheTTL(token); ttl > 0 {
+		if ttl := a.cacheTTL(expiry, expires); ttl > 0 {
 			if r.id != nil {
 				a.accepted.Add(key, r, ttl)
 			} else {
@@ -271,16 +273,16 @@ func (a *Authenticator) audienceMatches(got []string) bool {
 
 // laneOf is the budget's lane token's review waits in, and whether it is
 // host's: its tenant's for a service account token the cluster signed that
-// has not expired, else host's. An expired token, which anyone holding it
+// has not expired (expiry, from tokenExpiry), else host's. An expired token, which anyone holding it
 // may replay and whose refusal is not cached, never waits ahead of its
 // tenant's own reviews. A token claiming the cluster's issuer that none of
 // its keys signed is forged: it gets no lane, and no review.
-func (a *Authenticator) laneOf(ctx context.Context, token, host string) (lane string, byHost, isForged bool) {
+func (a *Authenticator) laneOf(ctx context.Context, token, host string, expiry time.Time, expires bool) (lane string, byHost, isForged bool) {
 	switch check, tenant := a.keys.check(ctx, token); check {
 	case forged:
 		return "", false, true
 	case signed:
-		if left, ok := a.lifeLeft(token); !ok || left > 0 {
+		if !expires || a.now().Before(expiry) {
 			return tenantLane(tenant), false, false
 		}
 	}
@@ -288,31 +290,32 @@ func (a *Authenticator) laneOf(ctx context.Context, token, host string) (lane st
 }
 
 // cacheTTL is the configured TTL, shortened to the token's expiry when it
-// is a JWT carrying one: an expired token is never accepted from the cache.
-// The claim is read unverified, only to shorten the cache's reuse.
-func (a *Authenticator) cacheTTL(token string) time.Duration {
-	if left, ok := a.lifeLeft(token); ok {
-		return min(a.ttl, left)
+// carries one (tokenExpiry), from now: an expired token is never accepted
+// from the cache.
+func (a *Authenticator) cacheTTL(expiry time.Time, expires bool) time.Duration {
+	if expires {
+		return min(a.ttl, expiry.Sub(a.now()))
 	}
 	return a.ttl
 }
 
-// lifeLeft is how long a JWT has until its exp claim; false when token
-// names none (or is no JWT).
-func (a *Authenticator) lifeLeft(token string) (time.Duration, bool) {
+// tokenExpiry is a JWT's exp claim, read unverified (to shorten the
+// cache's reuse, and to tell an expired token); false when token names
+// none (or is no JWT).
+func tokenExpiry(token string) (time.Time, bool) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return 0, false
+		return time.Time{}, false
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
-		return 0, false
+		return time.Time{}, false
 	}
 	var claims struct {
 		Exp *int64 `json:"exp"`
 	}
 	if json.Unmarshal(payload, &claims) != nil || claims.Exp == nil {
-		return 0, false
+		return time.Time{}, false
 	}
-	return time.Unix(*claims.Exp, 0).Sub(a.now()), true
+	return time.Unix(*claims.Exp, 0), true
 }

@@ -25,7 +25,7 @@ func TestTheCacheNeverOutlivesTheTokensExpiry(t *testing.T) {
 		{jwt(fmt.Sprintf(`{"exp":%d}`, now.Unix()-5)), -5 * time.Second},
 		{jwt(`{"sub":"alice"}`), 10 * time.Second},
 	} {
-		if got := a.cacheTTL(tc.token); got != tc.want {
+		if got := a.cacheTTL(tokenExpiry(tc.token)); got != tc.want {
 			t.Errorf("cacheTTL(%s) = %s, want %s", tc.token, got, tc.want)
 		}
 	}

@@ -270,12 +270,13 @@ func TestAnExpiredTokenWaitsInItsHostsLane(t *testing.T) {
 		{"signed, expired", signedToken(t, "RS256", "k", expired, key), "hosts/10.0.0.1", true},
 		{"not a JWT", "made-up", "hosts/10.0.0.1", true},
 	} {
-		lane, byHost, forged := a.laneOf(context.Background(), tc.token, "10.0.0.1")
+		expiry, expires := tokenExpiry(tc.token)
+		lane, byHost, forged := a.laneOf(context.Background(), tc.token, "10.0.0.1", expiry, expires)
 		if forged || lane != tc.want || byHost != tc.wantHost {
 			t.Errorf("%s: lane %q (host's: %v, forged: %v); want %q (host's: %v)", tc.name, lane, byHost, forged, tc.want, tc.wantHost)
 		}
 	}
-	if _, _, forged := a.laneOf(context.Background(), signedToken(t, "RS256", "k", saClaims(testIssuer), nil), "10.0.0.1"); !forged {
+	if _, _, forged := a.laneOf(context.Background(), signedToken(t, "RS256", "k", saClaims(testIssuer), nil), "10.0.0.1", time.Time{}, false); !forged {
 		t.Error("a token no key signed was not found forged")
 	}
 }

@@ -67,7 +67,7 @@ func (f *deltaPlanner) StreamPlanSync(stream grpc.BidiStreamingServer[jobplanev1
 	n := f.opened
 	f.mu.Unlock()
 	if f.maxStreams > 0 && n > f.maxStreams {
-		return admission.Exhausted("too many streams", "TOO_MANY_STREAMS", "system", time.Second)
+		return admission.Exhausted("too many streams", admission.ReasonTooManyStreams, "system", time.Second)
 	}
 	limit := cmp.Or(f.maxMessage, 64<<20)
 	if err := sendMaxMessage(stream, limit); err != nil {

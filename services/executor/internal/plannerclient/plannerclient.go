@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/admission"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	libplan "github.com/jobplane/jobplane/lib/plan"
@@ -320,7 +321,7 @@ func baseUnknown(err error) bool {
 // as it refuses a caller one stream too many: not a request it refused.
 func streamRefused(err error) bool {
 	reason := apierr.Reason(err)
-	return status.Code(err) == codes.ResourceExhausted && (reason == "TOO_MANY_STREAMS" || reason == "STREAM_PREEMPTED")
+	return status.Code(err) == codes.ResourceExhausted && (reason == admission.ReasonTooManyStreams || reason == admission.ReasonStreamPreempted)
 }
 
 // outgoing is a request to send, its id, and where its answer comes.
