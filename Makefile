@@ -26,7 +26,7 @@ run: build tools ## Build, start the local cluster and the three services, print
 .PHONY: test
 test: lint cluster-bins ## Every test: lint, unit, gRPC, integration (real kube-apiserver) and end-to-end (kwok cluster).
 	JOBPLANE_CLUSTER_BIN="$(CLUSTER_BIN)" go test -race -count=1 -timeout 30m $(PACKAGES)
-	cd hack/refbench && GOWORK=off go test -count=1 -run '^TestThePlannerAgreesWithTheReference$$' .
+	cd hack/refbench && GOWORK=off go test -count=1 -run '^(TestThePlannerAgreesWithTheReference|TestTheCronServiceAgreesWithTheReference)$$' .
 	go test -run '^$$' -fuzz '^FuzzPlanSync$$' -fuzztime 30s -fuzzminimizetime 50x ./services/planner/internal/svc/
 	go test -run '^$$' -fuzz '^FuzzPlanSyncDelta$$' -fuzztime 20s -fuzzminimizetime 50x ./services/planner/internal/svc/
 	go test -run '^$$' -fuzz '^FuzzDecodeStreamRequest$$' -fuzztime 15s -fuzzminimizetime 50x ./services/planner/internal/svc/

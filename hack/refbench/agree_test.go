@@ -43,13 +43,7 @@ import (
 //
 //	cd hack/refbench && GOWORK=off go test -run Agrees -v .
 func TestThePlannerAgreesWithTheReference(t *testing.T) {
-	cases, first := 3000, uint64(1)
-	if n, err := strconv.Atoi(os.Getenv("AGREE_CASES")); err == nil {
-		cases = n
-	}
-	if n, err := strconv.ParseUint(os.Getenv("AGREE_SEED"), 10, 64); err == nil {
-		first = n
-	}
+	cases, first := casesFromEnv("AGREE_CASES", "AGREE_SEED")
 	t.Setenv("GOWORK", "") // the planner is built in the repository's workspace
 	bin := kubetest.BuildBinary(t, "./services/planner/cmd/planner")
 	t.Run("v1.36", func(t *testing.T) { agree(t, bin, "", nil, first, cases) })
@@ -141,6 +135,19 @@ func agree(t *testing.T, bin, version string, off []featuregate.Feature, first u
 	for name, n := range seen.events {
 		t.Logf("  event %s: %d", name, n)
 	}
+}
+
+// casesFromEnv is the number of cases (3,000 unless the variable cases
+// says) and the first seed (1 unless seed says).
+func casesFromEnv(cases, seed string) (int, uint64) {
+	n, first := 3000, uint64(1)
+	if v, err := strconv.Atoi(os.Getenv(cases)); err == nil {
+		n = v
+	}
+	if v, err := strconv.ParseUint(os.Getenv(seed), 10, 64); err == nil {
+		first = v
+	}
+	return n, first
 }
 
 // withoutFieldsOf drops the fields of j that the API server drops with the

@@ -24,17 +24,19 @@ func syncHandlerOf(jm *job.Controller) func(context.Context, string) error {
 	return fieldOf[func(context.Context, string) error](jm, "syncHandler")
 }
 
-// fieldAt is the unexported field name of jm, settable.
-func fieldAt(jm *job.Controller, name string) reflect.Value {
+// fieldAt is the unexported field name of the controller jm points to,
+// settable.
+func fieldAt(jm any, name string) reflect.Value {
 	f := reflect.ValueOf(jm).Elem().FieldByName(name)
 	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
 }
 
-// fieldOf is the unexported field name of jm.
-func fieldOf[T any](jm *job.Controller, name string) T { return fieldAt(jm, name).Interface().(T) }
+// fieldOf is the unexported field name of the controller jm points to.
+func fieldOf[T any](jm any, name string) T { return fieldAt(jm, name).Interface().(T) }
 
-// setField sets the unexported field name of jm to v.
-func setField(jm *job.Controller, name string, v any) {
+// setField sets the unexported field name of the controller jm points to
+// to v.
+func setField(jm any, name string, v any) {
 	f := fieldAt(jm, name)
 	f.Set(reflect.ValueOf(v).Convert(f.Type()))
 }

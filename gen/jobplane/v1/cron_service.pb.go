@@ -945,9 +945,12 @@ func (x *PlanCronJobResponse) GetPlan() *CronJobPlan {
 // (SuccessfulCreate, FailedCreate, SuccessfulDelete, FailedDelete) are its
 // own, since they depend on the outcome. A creation answered AlreadyExists
 // by a Job the CronJob controls counts as created: it is listed in active
-// and the run recorded (the reference's v1.36.3 does so only when the Job
-// is missing from active; when it is listed already it returns without
-// recording the run's lastScheduleTime, kubernetes#136918).
+// and the run recorded. The reference's v1.36.3 never records it: after
+// AlreadyExists it reads the Job back under the namespace of the Job it
+// built, which has none, so the read is NotFound and the sync fails and is
+// retried with backoff until the next scheduled time (and were the read to
+// succeed, a Job listed in active already would still leave the run
+// unrecorded, kubernetes#136918).
 //
 // A scheduled time never runs twice: its Job's name is the lock. A Job of
 // that name the CronJob owns, in the request or deleted by this plan's

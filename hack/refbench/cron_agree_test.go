@@ -1,0 +1,248 @@
+package refbench
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
+	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/lib/kubetest"
+)
+
+// TestTheCronServiceAgreesWithTheReference decides random CronJobs' syncs
+// once with the reference's CronJob controller (its history cleanup, then
+// syncCronJob, then its status write: the API answering every call) and
+// once with the cron service's PlanCronJob, and compares the steps each
+// took (Jobs created and deleted, events), the Jobs created, the status at
+// the end and when each syncs again. The cases the contract names as the
+// reference's faults, fixed in jobplane, are told apart and counted.
+// CRON_AGREE_CASES sets the number of cases (3,000 by default),
+// CRON_AGREE_SEED the first seed. Run with:
+//
+//	cd hack/refbench && GOWORK=off go test -run CronServiceAgrees -v .
+func TestTheCronServiceAgreesWithTheReference(t *testing.T) {
+	cases, first := casesFromEnv("CRON_AGREE_CASES", "CRON_AGREE_SEED")
+	t.Setenv("GOWORK", "") // the cron service is built in the repository's workspace
+	bin := kubetest.BuildBinary(t, "./services/cron/cmd/cron")
+	t.Setenv("TZ", "UTC") // the service's zone, which a CronJob without spec.timeZone runs in
+	cron := kubetest.StartProcess(t, "cron", bin, "-shutdown-drain", "0s", "-authn-anonymous",
+		"-kubeconfig", emptyAPIServer(t), "-drop-in", "-jobplane-cronjobs=false", "-leader-elect=false")
+	conn, err := grpc.NewClient(cron.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := jobplanev1.NewCronServiceClient(conn)
+	disagreed := 0
+	seen := map[string]int{}
+	for seed := first; seed < first+uint64(cases); seed++ {
+		cj, jobs, now := randomCronJob(seed)
+		want := referenceCronSync(t, cj, jobs, now)
+		got := cronServiceSync(t, client, cj, jobs, now)
+		for _, step := range want.Steps {
+			seen[stepKind(step)]++
+		}
+		if want.RequeueAfter != nil {
+			seen["requeued"]++
+		}
+		want.Steps, got.Steps = eventsSorted(want.Steps), eventsSorted(got.Steps)
+		diff := cmp.Diff(want, got, cmpopts.EquateEmpty())
+		if diff == "" {
+			continue
+		}
+		if fault := referenceFault(cj, jobs, want, got); fault != "" {
+			seen["the reference's fault: "+fault]++
+			continue
+		}
+		disagreed++
+		if disagreed <= 5 {
+			t.Errorf("seed %d: %s\nreference (-) / cron service (+):\n%s", seed, describeCronJob(cj, jobs, now), diff)
+		}
+	}
+	if disagreed > 0 {
+		t.Errorf("%d of %d cases disagree", disagreed, cases)
+	}
+	if cases >= 1000 {
+		for _, what := range []string{"create", "delete", "requeued", "event Normal SawCompletedJob", "event Normal MissingJob",
+			"event Normal JobAlreadyActive", "event Warning UnexpectedJob", "event Warning TooManyMissedTimes",
+			"event Warning UnknownTimeZone", "event Warning UnparseableSchedule", "event Warning UnsupportedSchedule"} {
+			if seen[what] == 0 {
+				t.Errorf("the cases no longer cover %q", what)
+			}
+		}
+	}
+	t.Logf("%d cases:", cases)
+	for what, n := range seen {
+		t.Logf("  %s: %d", what, n)
+	}
+}
+
+// eventsSorted sorts each run of events between other steps: the
+// reference records its events about Jobs in its cache's order, which is
+// a map's.
+func eventsSorted(steps []string) []string {
+	out := slices.Clone(steps)
+	for i := 0; i < len(out); {
+		end := i
+		for end < len(out) && strings.HasPrefix(out[end], "event ") {
+			end++
+		}
+		slices.Sort(out[i:end])
+		i = max(end, i+1)
+	}
+	return out
+}
+
+// stepKind is a step without its object: "create", "delete" or "event
+// <type> <reason>".
+func stepKind(step string) string {
+	if strings.HasPrefix(step, "event ") {
+		return strings.SplitN(step, ":", 2)[0]
+	}
+	return strings.Fields(step)[0]
+}
+
+// cronServiceSync asks the cron service's PlanCronJob for the sync of cj
+// (a batch/v1 CronJob, as drop-in mode reads one) and jobs at now.
+func cronServiceSync(t *testing.T, client jobplanev1.CronServiceClient, cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time) cronDecided {
+	t.Helper()
+	in, err := kubeconv.CronJobFromKube(&cronapi.CronJob{TypeMeta: cj.TypeMeta, ObjectMeta: cj.ObjectMeta,
+		Spec: cronapi.CronJobSpec{CronJobSpec: cj.Spec}, Status: cronapi.CronJobStatus{CronJobStatus: cj.Status}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &jobplanev1.PlanCronJobRequest{CronJob: in, Now: timestamppb.New(now)}
+	for _, j := range jobs {
+		pj, err := kubeconv.JobFromKube(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Jobs = append(req.Jobs, pj)
+	}
+	resp, err := client.PlanCronJob(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := resp.GetPlan()
+	var d cronDecided
+	for _, a := range plan.GetActions() {
+		switch {
+		case a.GetCreateJob() != nil:
+			j, err := kubeconv.JobToKube(a.GetCreateJob().GetJob(), kubeconv.FullTemplate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Steps = append(d.Steps, "create "+j.Name)
+			d.Created = append(d.Created, j)
+		case a.GetDeleteJob() != nil:
+			d.Steps = append(d.Steps, "delete "+a.GetDeleteJob().GetJob().GetName())
+		case a.GetRecordEvent() != nil:
+			e := a.GetRecordEvent()
+			d.Steps = append(d.Steps, "event "+e.GetType()+" "+e.GetReason()+": "+e.GetMessage())
+		}
+	}
+	d.Status, d.WroteStatus = cj.Status, plan.GetUpdateStatus()
+	if d.WroteStatus {
+		d.Status = kubeconv.CronJobStatusToKube(plan.GetStatus()).CronJobStatus
+	}
+	if plan.GetRequeueAfter() != nil {
+		d.RequeueAfter = ptr.To(plan.GetRequeueAfter().AsDuration())
+	}
+	return d
+}
+
+// referenceFault names the fault of the reference's, listed in the
+// contract, that explains why got differs from want; "" if none does.
+func referenceFault(cj *batchv1.CronJob, jobs []*batchv1.Job, want, got cronDecided) string {
+	withoutMissSchedule := got
+	withoutMissSchedule.Steps = slices.DeleteFunc(slices.Clone(got.Steps), func(step string) bool {
+		return strings.HasPrefix(step, "event Warning MissSchedule: ")
+	})
+	if len(withoutMissSchedule.Steps) < len(got.Steps) && cmp.Equal(want, withoutMissSchedule, cmpopts.EquateEmpty()) {
+		// cronjob.proto, starting_deadline_seconds: the reference applies
+		// the deadline before its check, so its MissSchedule never fires.
+		return "MissSchedule"
+	}
+	if every, ok := strings.CutPrefix(cj.Spec.Schedule, "@every "); ok && cj.Spec.StartingDeadlineSeconds != nil {
+		interval, err := time.ParseDuration(every)
+		if err == nil && time.Duration(*cj.Spec.StartingDeadlineSeconds)*time.Second < interval && !runDue(cj, want) && runDue(cj, got) {
+			// cronjob.proto, starting_deadline_seconds: the reference counts
+			// the interval from the deadline and never finds such a
+			// schedule's run due.
+			return "@every with a deadline shorter than its interval"
+		}
+	}
+	for _, step := range want.Steps {
+		name, ok := strings.CutPrefix(step, "create ")
+		if ok && slices.ContainsFunc(jobs, func(j *batchv1.Job) bool { return j.Name == name && metav1.IsControlledBy(j, cj) }) &&
+			!slices.Contains(got.Steps, step) {
+			// cron_service.proto, CronJobPlan: the Job of the scheduled
+			// time exists. The reference's read of it after AlreadyExists
+			// names no namespace (the Job it built has none), fails with
+			// NotFound and leaves the run unrecorded.
+			return "the run's Job exists"
+		}
+	}
+	return ""
+}
+
+// runDue says the sync of cj found a run due: it created its Job,
+// recorded a run whose Job exists, or the Forbid policy held it back.
+func runDue(cj *batchv1.CronJob, d cronDecided) bool {
+	return len(d.Created) > 0 || !d.Status.LastScheduleTime.Equal(cj.Status.LastScheduleTime) ||
+		slices.ContainsFunc(d.Steps, func(step string) bool { return strings.HasPrefix(step, "event Normal JobAlreadyActive: ") })
+}
+
+// describeCronJob says what a case is, for a failure's message.
+func describeCronJob(cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time) string {
+	var b strings.Builder
+	b.WriteString("now " + now.Format(time.RFC3339Nano) + "\nCronJob " + cj.CreationTimestamp.Format(time.RFC3339) +
+		" schedule " + strconv.Quote(cj.Spec.Schedule) + " zone " + ptr.Deref(cj.Spec.TimeZone, "-") +
+		" policy " + string(cj.Spec.ConcurrencyPolicy))
+	if cj.Spec.StartingDeadlineSeconds != nil {
+		b.WriteString(" deadline " + strconv.FormatInt(*cj.Spec.StartingDeadlineSeconds, 10))
+	}
+	if cj.Spec.Suspend != nil {
+		b.WriteString(" suspend " + strconv.FormatBool(*cj.Spec.Suspend))
+	}
+	if cj.Spec.SuccessfulJobsHistoryLimit != nil || cj.Spec.FailedJobsHistoryLimit != nil {
+		b.WriteString(" limits " + strconv.Itoa(int(ptr.Deref(cj.Spec.SuccessfulJobsHistoryLimit, -1))) + "/" +
+			strconv.Itoa(int(ptr.Deref(cj.Spec.FailedJobsHistoryLimit, -1))))
+	}
+	if cj.DeletionTimestamp != nil {
+		b.WriteString(" deleting")
+	}
+	if t := cj.Status.LastScheduleTime; t != nil {
+		b.WriteString("\n  last scheduled " + t.Format(time.RFC3339))
+	}
+	for _, a := range cj.Status.Active {
+		b.WriteString("\n  active " + a.Name + " " + string(a.UID))
+	}
+	for _, j := range jobs {
+		b.WriteString("\n  Job " + j.Name + " " + string(j.UID))
+		if owner := metav1.GetControllerOf(j); owner != nil {
+			b.WriteString(" of " + owner.Name)
+		}
+		for _, c := range j.Status.Conditions {
+			b.WriteString(" " + string(c.Type))
+		}
+		if j.DeletionTimestamp != nil {
+			b.WriteString(" deleting")
+		}
+	}
+	return b.String()
+}
