@@ -26,7 +26,10 @@ import (
 // TestTheCronServiceAgreesWithTheReference decides random CronJobs' syncs
 // once with the reference's CronJob controller (its history cleanup, then
 // syncCronJob, then its status write: the API answering every call) and
-// once with the cron service's PlanCronJob, and compares the steps each
+// once with the cron service's PlanCronJob (half of them as batch/v1
+// CronJobs, as drop-in mode runs them, half as jobplane.dev/v1 ones without
+// extensions, whose Jobs' owner differs only in its apiVersion), and
+// compares the steps each
 // took (Jobs created and deleted, events), the Jobs created, the status at
 // the end and when each syncs again. The cases the contract names as the
 // reference's faults, fixed in jobplane, are told apart and counted.
@@ -52,7 +55,7 @@ func TestTheCronServiceAgreesWithTheReference(t *testing.T) {
 	for seed := first; seed < first+uint64(cases); seed++ {
 		cj, jobs, now := randomCronJob(seed)
 		want := referenceCronSync(t, cj, jobs, now)
-		got := cronServiceSync(t, client, cj, jobs, now)
+		got := cronServiceSync(t, client, cj, jobs, now, seed%2 == 1)
 		for _, step := range want.Steps {
 			seen[stepKind(step)]++
 		}
@@ -117,10 +120,15 @@ func stepKind(step string) string {
 }
 
 // cronServiceSync asks the cron service's PlanCronJob for the sync of cj
-// (a batch/v1 CronJob, as drop-in mode reads one) and jobs at now.
-func cronServiceSync(t *testing.T, client jobplanev1.CronServiceClient, cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time) cronDecided {
+// and jobs at now: cj as a batch/v1 CronJob (as drop-in mode reads one),
+// or as a jobplane.dev/v1 one when custom.
+func cronServiceSync(t *testing.T, client jobplanev1.CronServiceClient, cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time, custom bool) cronDecided {
 	t.Helper()
-	in, err := kubeconv.CronJobFromKube(&cronapi.CronJob{TypeMeta: cj.TypeMeta, ObjectMeta: cj.ObjectMeta,
+	typeMeta := cj.TypeMeta
+	if custom {
+		typeMeta = metav1.TypeMeta{APIVersion: cronapi.APIVersion, Kind: cronapi.Kind}
+	}
+	in, err := kubeconv.CronJobFromKube(&cronapi.CronJob{TypeMeta: typeMeta, ObjectMeta: cj.ObjectMeta,
 		Spec: cronapi.CronJobSpec{CronJobSpec: cj.Spec}, Status: cronapi.CronJobStatus{CronJobStatus: cj.Status}})
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +153,11 @@ func cronServiceSync(t *testing.T, client jobplanev1.CronServiceClient, cj *batc
 			j, err := kubeconv.JobToKube(a.GetCreateJob().GetJob(), kubeconv.FullTemplate)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for i := range j.OwnerReferences {
+				if custom && j.OwnerReferences[i].APIVersion == cronapi.APIVersion {
+					j.OwnerReferences[i].APIVersion = "batch/v1" // the reference's CronJob is a batch/v1 one
+				}
 			}
 			d.Steps = append(d.Steps, "create "+j.Name)
 			d.Created = append(d.Created, j)
