@@ -55,6 +55,9 @@ func randomCronJob(seed uint64) (*batchv1.CronJob, []*batchv1.Job, time.Time) {
 	}
 	ages := []time.Duration{30 * time.Second, 5 * time.Minute, time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 400 * 24 * time.Hour}
 	created := now.Add(-time.Duration(r.Float64() * float64(ages[r.IntN(len(ages))]))).Truncate(time.Second)
+	if r.IntN(40) == 0 {
+		created = now.Add(time.Duration(1+r.IntN(90)) * time.Second).Truncate(time.Second) // a clock behind the API server's
+	}
 	cj := &batchv1.CronJob{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"},
 		ObjectMeta: metav1.ObjectMeta{Name: "cj", Namespace: "ns", UID: "uid-cj", ResourceVersion: "7",
