@@ -32,16 +32,17 @@ test: lint cluster-bins ## Every test: lint, unit, gRPC, integration (real kube-
 	go test -run '^$$' -fuzz '^FuzzDecodeStreamRequest$$' -fuzztime 15s -fuzzminimizetime 50x ./services/planner/internal/svc/
 	go test -run '^$$' -fuzz '^FuzzDecodePod$$' -fuzztime 15s -fuzzminimizetime 50x ./lib/podwire/
 	go test -run '^$$' -fuzz '^FuzzAppendPod$$' -fuzztime 15s -fuzzminimizetime 50x ./lib/podwire/
+	go test -run '^$$' -fuzz '^FuzzPlanCronJob$$' -fuzztime 15s -fuzzminimizetime 50x ./services/cron/internal/svc/
 
 .PHONY: test-unit
 test-unit: ## Unit and gRPC tests, no cluster binaries (go test -short).
 	go test -short -count=1 $(PACKAGES)
 
 .PHONY: fuzz
-fuzz: ## Fuzz PlanSync, its deltas and the pods' wire encoding for FUZZTIME each (default 10m), then keep what they found in the committed corpora.
+fuzz: ## Fuzz PlanSync, its deltas, the pods' wire encoding and PlanCronJob for FUZZTIME each (default 10m), then keep what they found in the committed corpora.
 	for spec in FuzzPlanSync:services/planner/internal/svc FuzzPlanSyncDelta:services/planner/internal/svc \
 		FuzzDecodeStreamRequest:services/planner/internal/svc FuzzDecodePod:lib/podwire \
-		FuzzAppendPod:lib/podwire; do \
+		FuzzAppendPod:lib/podwire FuzzPlanCronJob:services/cron/internal/svc; do \
 		target=$${spec%%:*} dir=$${spec#*:}; \
 		go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(or $(FUZZTIME),10m) -fuzzminimizetime 200x ./$$dir/; \
 		mkdir -p $$dir/testdata/fuzz/$$target; \

@@ -139,8 +139,12 @@ type CronServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT with field violations for a missing CronJob
 	// (metadata.name, metadata.namespace, metadata.uid and
-	// metadata.creationTimestamp are required), a malformed Job or a missing
-	// now.
+	// metadata.creationTimestamp are required), a field the API server never
+	// stores out of range (a negative starting_deadline_seconds or history
+	// limit, an unknown concurrency_policy, extensions out of range; an empty
+	// concurrency_policy is Allow), a malformed Job or a missing now. An
+	// unreadable schedule or time zone is not an error: the plan reports it
+	// with the reference's event.
 	//
 	// Authorization: authentication only (a pure function of the request).
 	PlanCronJob(ctx context.Context, in *PlanCronJobRequest, opts ...grpc.CallOption) (*PlanCronJobResponse, error)
@@ -400,8 +404,12 @@ type CronServiceServer interface {
 	//
 	// Errors: INVALID_ARGUMENT with field violations for a missing CronJob
 	// (metadata.name, metadata.namespace, metadata.uid and
-	// metadata.creationTimestamp are required), a malformed Job or a missing
-	// now.
+	// metadata.creationTimestamp are required), a field the API server never
+	// stores out of range (a negative starting_deadline_seconds or history
+	// limit, an unknown concurrency_policy, extensions out of range; an empty
+	// concurrency_policy is Allow), a malformed Job or a missing now. An
+	// unreadable schedule or time zone is not an error: the plan reports it
+	// with the reference's event.
 	//
 	// Authorization: authentication only (a pure function of the request).
 	PlanCronJob(context.Context, *PlanCronJobRequest) (*PlanCronJobResponse, error)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
+	"math"
 	"time"
 
 	"github.com/jobplane/jobplane/services/cron/internal/schedule"
@@ -53,11 +54,15 @@ func mostRecentScheduleTime(earliest, now time.Time, sched schedule.Schedule) (*
 	if interval < 1 {
 		return nil, noneMissed, errScheduleTooDense
 	}
-	elapsed := int64(now.Sub(t1).Seconds())
+	// In seconds since the epoch, not time.Duration: a Duration saturates
+	// at 292 years, after which the walk below would start centuries
+	// before now and walk to it a second at a time (a CronJob PlanCronJob
+	// is given may have been created in year 1).
+	elapsed := now.Unix() - t1.Unix()
 	missedCount := elapsed/interval + 1
 	// One interval further back than the count says, so that irregular
 	// schedules still land before the most recent time.
-	potentialEarliest := t1.Add(time.Duration((missedCount-1-1)*interval) * time.Second)
+	potentialEarliest := time.Unix(t1.Unix()+(missedCount-1-1)*interval, int64(t1.Nanosecond())).In(t1.Location())
 	var mostRecent time.Time
 	for t := sched.Next(potentialEarliest); !t.After(now); t = sched.Next(t) {
 		mostRecent = t
@@ -108,7 +113,7 @@ func latestTimes(sched schedule.Schedule, from, to time.Time, n int) []time.Time
 	}
 	first := sched.Next(from)
 	interval := max(sched.Next(first).Sub(first), time.Second)
-	span := interval * time.Duration(n+1)
+	span := saturatingTimes(interval, n+1)
 	for {
 		start := from
 		if to.Sub(from) > span {
@@ -124,8 +129,18 @@ func latestTimes(sched schedule.Schedule, from, to time.Time, n int) []time.Time
 		if len(found) == n || start.Equal(from) {
 			return found
 		}
-		span *= 2
+		span = saturatingTimes(span, 2)
 	}
+}
+
+// saturatingTimes is d times k (both positive), or the longest Duration
+// when that overflows: a span then reaches back to the range's start
+// rather than wrapping around to a negative one and never reaching it.
+func saturatingTimes(d time.Duration, k int) time.Duration {
+	if d > math.MaxInt64/time.Duration(k) {
+		return math.MaxInt64
+	}
+	return d * time.Duration(k)
 }
 
 // jitterDelay is how long after scheduled a run starts when the CronJob

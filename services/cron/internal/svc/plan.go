@@ -15,6 +15,7 @@ import (
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/services/cron/internal/batchcron"
 	"github.com/jobplane/jobplane/services/cron/internal/decide"
+	"github.com/jobplane/jobplane/services/cron/internal/validation"
 )
 
 // PlanCronJob decides one sync of a CronJob: the pure decision the
@@ -55,10 +56,16 @@ func planInput(req *jobplanev1.PlanCronJobRequest, local *time.Location) (decide
 	cronJob, err := kubeconv.CronJobToKube(req.GetCronJob())
 	if err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("cronJob", "spec", "jobTemplate", "spec", "template", "spec"), field.OmitValueType{}, err.Error()))
-	} else if cronJob.APIVersion == batchcron.APIVersion {
-		for _, e := range batchcron.Extend(cronJob) {
-			e.Field = "cronJob." + e.Field
-			errs = append(errs, e)
+	} else {
+		specPath := field.NewPath("cronJob", "spec")
+		errs = append(errs, validation.ValidateSyncedFields(&cronJob.Spec, specPath)...)
+		if cronJob.APIVersion == batchcron.APIVersion {
+			for _, e := range batchcron.Extend(cronJob) {
+				e.Field = "cronJob." + e.Field
+				errs = append(errs, e)
+			}
+		} else {
+			errs = append(errs, validation.ValidateExtensions(&cronJob.Spec, specPath)...)
 		}
 	}
 	jobs := make([]*batchv1.Job, 0, len(req.GetJobs()))

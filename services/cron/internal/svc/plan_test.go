@@ -20,7 +20,7 @@ import (
 
 // planRequest is the example of make run: a CronJob every 15 minutes whose
 // last run completed, synced at its next time.
-func planRequest(t *testing.T) *jobplanev1.PlanCronJobRequest {
+func planRequest(t testing.TB) *jobplanev1.PlanCronJobRequest {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "plancronjob.json"))
 	if err != nil {
@@ -101,6 +101,44 @@ func TestPlanCronJobRejectsIncompleteRequests(t *testing.T) {
 	slices.Sort(fields)
 	if want := []string{"cronJob.metadata.uid", "jobs[1].metadata.name", "now"}; !slices.Equal(fields, want) {
 		t.Errorf("violations %v, want %v (%v)", fields, want, err)
+	}
+}
+
+// Numbers and choices the API server never stores out of range are refused
+// with their paths, never planned: a negative history limit would have the
+// sync delete more Jobs than it has. The schedule is the sync's to report.
+func TestPlanCronJobRefusesFieldsOutOfRange(t *testing.T) {
+	c := client(t)
+	req := planRequest(t)
+	spec := req.CronJob.Spec
+	spec.SuccessfulJobsHistoryLimit, spec.FailedJobsHistoryLimit = proto.Int32(-1), proto.Int32(-5)
+	spec.StartingDeadlineSeconds = proto.Int64(-10)
+	spec.ConcurrencyPolicy = "Sometimes"
+	spec.CatchUp = &jobplanev1.CatchUpPolicy{MaxRuns: proto.Int32(0)}
+	spec.Schedule = "not a schedule"
+	_, err := c.PlanCronJob(context.Background(), req)
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("got %v, want InvalidArgument", err)
+	}
+	var fields []string
+	for _, v := range apierr.FieldViolations(err) {
+		fields = append(fields, v.Field)
+	}
+	slices.Sort(fields)
+	want := []string{"cronJob.spec.catchUp.maxRuns", "cronJob.spec.concurrencyPolicy", "cronJob.spec.failedJobsHistoryLimit",
+		"cronJob.spec.startingDeadlineSeconds", "cronJob.spec.successfulJobsHistoryLimit"}
+	if !slices.Equal(fields, want) {
+		t.Errorf("violations %v, want %v (%v)", fields, want, err)
+	}
+
+	// A batch/v1 CronJob's own fields too; its extensions are named by
+	// their annotations (TestPlanCronJobReadsABatchV1CronJobsAnnotations).
+	req = planRequest(t)
+	req.CronJob.ApiVersion = "batch/v1"
+	req.CronJob.Spec.SuccessfulJobsHistoryLimit = proto.Int32(-1)
+	_, err = c.PlanCronJob(context.Background(), req)
+	if v := apierr.FieldViolations(err); len(v) != 1 || v[0].Field != "cronJob.spec.successfulJobsHistoryLimit" {
+		t.Errorf("batch/v1: %v, want successfulJobsHistoryLimit refused", err)
 	}
 }
 

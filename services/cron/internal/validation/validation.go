@@ -101,14 +101,27 @@ func ValidateCronJobUpdate(c, old *cronapi.CronJob) field.ErrorList {
 // oldSpec is nil on create.
 func validateSpec(spec, oldSpec *cronapi.CronJobSpec, fldPath *field.Path) field.ErrorList {
 	allErrs := validateScheduleAndTimeZone(spec, oldSpec, fldPath)
-	if spec.StartingDeadlineSeconds != nil {
-		allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(*spec.StartingDeadlineSeconds, fldPath.Child("startingDeadlineSeconds"))...)
+	if spec.ConcurrencyPolicy == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("concurrencyPolicy"), ""))
 	}
-	allErrs = append(allErrs, validateConcurrencyPolicy(spec.ConcurrencyPolicy, fldPath.Child("concurrencyPolicy"))...)
 	allErrs = append(allErrs, jobvalidation.ValidateJobTemplateSpec(&spec.JobTemplate, fldPath.Child("jobTemplate"))...)
-	allErrs = append(allErrs, validateNonnegative(spec.SuccessfulJobsHistoryLimit, fldPath.Child("successfulJobsHistoryLimit"))...)
-	allErrs = append(allErrs, validateNonnegative(spec.FailedJobsHistoryLimit, fldPath.Child("failedJobsHistoryLimit"))...)
+	allErrs = append(allErrs, ValidateSyncedFields(spec, fldPath)...)
 	return append(allErrs, ValidateExtensions(spec, fldPath)...)
+}
+
+// ValidateSyncedFields checks the batch/v1 fields a sync reads as numbers
+// or choices, which the API server never stores out of range: the deadline
+// and history limits not negative, a known concurrency policy (empty is
+// Allow, the default). PlanCronJob's CronJobs come from callers, not from
+// the API server; the schedule and time zone are left to the sync, which
+// reports them with the reference's events.
+func ValidateSyncedFields(spec *cronapi.CronJobSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := validateNonnegative(spec.StartingDeadlineSeconds, fldPath.Child("startingDeadlineSeconds"))
+	if spec.ConcurrencyPolicy != "" {
+		allErrs = append(allErrs, validateConcurrencyPolicy(spec.ConcurrencyPolicy, fldPath.Child("concurrencyPolicy"))...)
+	}
+	allErrs = append(allErrs, validateNonnegative(spec.SuccessfulJobsHistoryLimit, fldPath.Child("successfulJobsHistoryLimit"))...)
+	return append(allErrs, validateNonnegative(spec.FailedJobsHistoryLimit, fldPath.Child("failedJobsHistoryLimit"))...)
 }
 
 // ValidateExtensions checks the fields of spec beyond batch/v1's: the
