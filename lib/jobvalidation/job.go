@@ -30,12 +30,15 @@ const (
 	completionsSoftLimit                    = 100_000
 	parallelismLimitForHighCompletions      = 10_000
 	maxFailedIndexesLimitForHighCompletions = 10_000
-	maxPodFailurePolicyRules                = 20
-	maxPodFailurePolicyOnExitCodesValues    = 255
-	maxPodFailurePolicyOnPodConditions      = 20
 	maxManagedByLength                      = 63
-	maxSucceededIndexesLength               = 64 * 1024
-	maxSuccessPolicyRules                   = 20
+
+	// The API server's bounds of pod failure and success policies, which
+	// also bound the work of matching pods to them.
+	MaxPodFailurePolicyRules             = 20
+	MaxPodFailurePolicyOnExitCodesValues = 255
+	MaxPodFailurePolicyOnPodConditions   = 20
+	MaxSucceededIndexesLength            = 64 * 1024
+	MaxSuccessPolicyRules                = 20
 )
 
 // The labels the API server added to Jobs' pods before the
@@ -302,8 +305,8 @@ func validateCompletionMode(spec *batchv1.JobSpec, fldPath *field.Path) field.Er
 func validatePodFailurePolicy(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	rulesPath := fldPath.Child("rules")
-	if n := len(spec.PodFailurePolicy.Rules); n > maxPodFailurePolicyRules {
-		allErrs = append(allErrs, field.TooMany(rulesPath, n, maxPodFailurePolicyRules))
+	if n := len(spec.PodFailurePolicy.Rules); n > MaxPodFailurePolicyRules {
+		allErrs = append(allErrs, field.TooMany(rulesPath, n, MaxPodFailurePolicyRules))
 	}
 	containerNames := map[string]bool{}
 	for _, c := range spec.Template.Spec.Containers {
@@ -348,8 +351,8 @@ func validatePodFailurePolicyRule(spec *batchv1.JobSpec, rule *batchv1.PodFailur
 
 func validateOnPodConditions(patterns []batchv1.PodFailurePolicyOnPodConditionsPattern, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	if len(patterns) > maxPodFailurePolicyOnPodConditions {
-		allErrs = append(allErrs, field.TooMany(fldPath, len(patterns), maxPodFailurePolicyOnPodConditions))
+	if len(patterns) > MaxPodFailurePolicyOnPodConditions {
+		allErrs = append(allErrs, field.TooMany(fldPath, len(patterns), MaxPodFailurePolicyOnPodConditions))
 	}
 	for j, p := range patterns {
 		patternPath := fldPath.Index(j)
@@ -380,8 +383,8 @@ func validateOnExitCodes(req *batchv1.PodFailurePolicyOnExitCodesRequirement, fl
 	valuesPath := fldPath.Child("values")
 	if len(req.Values) == 0 {
 		allErrs = append(allErrs, field.Invalid(valuesPath, req.Values, "at least one value is required"))
-	} else if len(req.Values) > maxPodFailurePolicyOnExitCodesValues {
-		allErrs = append(allErrs, field.TooMany(valuesPath, len(req.Values), maxPodFailurePolicyOnExitCodesValues))
+	} else if len(req.Values) > MaxPodFailurePolicyOnExitCodesValues {
+		allErrs = append(allErrs, field.TooMany(valuesPath, len(req.Values), MaxPodFailurePolicyOnExitCodesValues))
 	}
 	ordered := true
 	seen := map[int32]bool{}
@@ -411,8 +414,8 @@ func validateSuccessPolicy(spec *batchv1.JobSpec, fldPath *field.Path) field.Err
 	if len(spec.SuccessPolicy.Rules) == 0 {
 		allErrs = append(allErrs, field.Required(rulesPath, "at least one rules must be specified when the successPolicy is specified"))
 	}
-	if n := len(spec.SuccessPolicy.Rules); n > maxSuccessPolicyRules {
-		allErrs = append(allErrs, field.TooMany(rulesPath, n, maxSuccessPolicyRules))
+	if n := len(spec.SuccessPolicy.Rules); n > MaxSuccessPolicyRules {
+		allErrs = append(allErrs, field.TooMany(rulesPath, n, MaxSuccessPolicyRules))
 	}
 	completions := int32(0)
 	if spec.Completions != nil {
@@ -426,8 +429,8 @@ func validateSuccessPolicy(spec *batchv1.JobSpec, fldPath *field.Path) field.Err
 		var totalIndexes int32
 		if rule.SucceededIndexes != nil {
 			indexesPath := rulePath.Child("succeededIndexes")
-			if len(*rule.SucceededIndexes) > maxSucceededIndexesLength {
-				allErrs = append(allErrs, field.TooLong(indexesPath, "", maxSucceededIndexesLength))
+			if len(*rule.SucceededIndexes) > MaxSucceededIndexesLength {
+				allErrs = append(allErrs, field.TooLong(indexesPath, "", MaxSucceededIndexesLength))
 			}
 			var err error
 			if totalIndexes, err = ValidateIndexesFormat(*rule.SucceededIndexes, completions); err != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"math"
 	"time"
 )
 
@@ -29,7 +30,7 @@ func nextBackoffRecord(old BackoffRecord, newSucceeded, newFailed []*pod) Backof
 		if len(newFailed) == 0 {
 			return rec
 		}
-		rec.FailuresAfterLastSuccess += int32(len(newFailed))
+		rec.FailuresAfterLastSuccess = plus(rec.FailuresAfterLastSuccess, len(newFailed))
 		t := finishedTime(newFailed[len(newFailed)-1].Pod)
 		rec.LastFailureTime = &t
 		return rec
@@ -60,17 +61,22 @@ func (b PodFailureBackoff) remaining(now time.Time, failuresCount int32, lastFai
 	limit := cmp.Or(b.Max, MaxPodFailureBackoff)
 	backoff := min(cmp.Or(b.Initial, DefaultPodFailureBackoff), limit)
 	for i := 1; i < int(failuresCount); i++ {
-		backoff *= 2
-		if backoff >= limit {
+		if backoff > (limit-1)/2 { // doubled, it reaches the limit (and never overflows)
 			backoff = limit
 			break
 		}
+		backoff *= 2
 	}
 	elapsed := now.Sub(*lastFailure)
 	if backoff < elapsed {
 		return 0
 	}
-	return backoff - elapsed
+	if left := backoff - elapsed; left >= 0 {
+		return left
+	}
+	// A last failure more than 292 years ahead saturates elapsed and the
+	// difference wraps around: the wait is the longest there is.
+	return math.MaxInt64
 }
 
 // remainingForIndex is the wait before replacing lastFailedPod in its

@@ -8,6 +8,7 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -180,8 +181,8 @@ func (c *syncCtx) sync(s *Snapshot) {
 	c.terminating = countPods(c.pods, (*pod).terminating)
 	active := int32(len(c.activePods))
 	newSucceededPods, newFailedPods := c.newFinishedPods()
-	c.succeeded = job.Status.Succeeded + int32(len(newSucceededPods)) + int32(len(c.uncountedSucceeded))
-	c.failed = job.Status.Failed + c.nonIgnoredFailedCount(newFailedPods) + int32(len(c.uncountedFailed))
+	c.succeeded = plus(job.Status.Succeeded, len(newSucceededPods)+len(c.uncountedSucceeded))
+	c.failed = plus(job.Status.Failed, int(c.nonIgnoredFailedCount(newFailedPods))+len(c.uncountedFailed))
 
 	if job.Status.StartTime == nil && !jobSuspended(job) {
 		job.Status.StartTime = timePtr(c.now)
@@ -214,7 +215,7 @@ func (c *syncCtx) sync(s *Snapshot) {
 		case c.pastActiveDeadline():
 			c.finishedCondition = c.failureCondition(batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline")
 		case job.Spec.ActiveDeadlineSeconds != nil && !jobSuspended(job):
-			left := time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second - c.now.Sub(job.Status.StartTime.Time)
+			left := max(job.Status.StartTime.Add(activeDeadlineOf(*job.Spec.ActiveDeadlineSeconds)).Sub(c.now), 0)
 			addRequeue(c.plan, left, "ActiveDeadline",
 				fmt.Sprintf("Sync again when the active deadline of %ds is reached, in %s.", *job.Spec.ActiveDeadlineSeconds, left))
 		}
@@ -390,7 +391,18 @@ func (c *syncCtx) pastActiveDeadline() bool {
 	if job.Spec.ActiveDeadlineSeconds == nil || job.Status.StartTime == nil || jobSuspended(job) {
 		return false
 	}
-	return c.now.Sub(job.Status.StartTime.Time) >= time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second
+	return c.now.Sub(job.Status.StartTime.Time) >= activeDeadlineOf(*job.Spec.ActiveDeadlineSeconds)
+}
+
+// activeDeadlineOf is spec.activeDeadlineSeconds as a Duration. One longer
+// than a Duration holds (292 years) is never reached; the reference's
+// product wraps around to a negative deadline and fails such a Job at once
+// (contract: JobSpec.active_deadline_seconds).
+func activeDeadlineOf(seconds int64) time.Duration {
+	if seconds > math.MaxInt64/int64(time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(seconds) * time.Second
 }
 
 // failureCondition is FailureTarget: Failed is added only once no pod runs

@@ -42,6 +42,9 @@ func parseIndexes(s string, completions int) orderedIntervals {
 		} else {
 			iv.Last = iv.First
 		}
+		if iv.Last < iv.First {
+			continue // reversed ("9-0"), which the API server refuses
+		}
 		if n := len(result); n > 0 && result[n-1].Last == iv.First-1 {
 			result[n-1].Last = iv.Last
 		} else {

@@ -221,9 +221,9 @@ func (c *syncCtx) newIndexFailureCounts(podBeingReplaced *pod) (failures, ignore
 	}
 	failures, ignored = podBeingReplaced.failures, podBeingReplaced.ignoredFailures
 	if c.job.Spec.PodFailurePolicy != nil && !c.matchPodFailurePolicy(podBeingReplaced.Pod).countFailed {
-		ignored++
+		ignored = plus(ignored, 1)
 	} else {
-		failures++
+		failures = plus(failures, 1)
 	}
 	return failures, ignored
 }

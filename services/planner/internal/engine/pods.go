@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -361,7 +362,7 @@ func sortByCompletionIndex(pods []*pod) {
 		lo, hi = min(lo, p.index), max(hi, p.index)
 	}
 	if hi-lo >= 4*len(pods)+64 || hi-lo < 0 {
-		sortByKey(pods, func(p *pod) int { return p.index }, func(a, b int) int { return a - b })
+		sortByKey(pods, func(p *pod) int { return p.index }, cmp.Compare[int])
 		return
 	}
 	starts := make([]int, hi-lo+2)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -191,12 +192,12 @@ func cleanUncountedPodsWithoutFinalizers(status *batchv1.JobStatus, uidsWithFina
 	u := status.UncountedTerminatedPods
 	if kept := keepUIDs(u.Succeeded, uidsWithFinalizer); len(kept) != len(u.Succeeded) {
 		updated = true
-		status.Succeeded += int32(len(u.Succeeded) - len(kept))
+		status.Succeeded = plus(status.Succeeded, len(u.Succeeded)-len(kept))
 		u.Succeeded = kept
 	}
 	if kept := keepUIDs(u.Failed, uidsWithFinalizer); len(kept) != len(u.Failed) {
 		updated = true
-		status.Failed += int32(len(u.Failed) - len(kept))
+		status.Failed = plus(status.Failed, len(u.Failed)-len(kept))
 		u.Failed = kept
 	}
 	return updated
@@ -287,4 +288,12 @@ func stringPtrEqual(a, b *string) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+// plus is a + n, held at math.MaxInt32: a counter a caller sends at its
+// limit stays there rather than wrapping around to a negative one, which
+// the next request would be refused for (the API server refuses the
+// reference's status write then).
+func plus(a int32, n int) int32 {
+	return int32(min(int64(a)+int64(n), math.MaxInt32))
 }

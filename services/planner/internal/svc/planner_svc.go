@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -315,7 +316,7 @@ func settleBase(bases *streamSnapshots, b *baseSnapshot, fields validation.SyncF
 // with req's part; w when req does not say.
 func wholeWeight(w weight, req *streamRequest) weight {
 	pods := int(req.msg.GetWholePods()) - len(req.requestPods) - len(req.deltaPods)
-	bytes := req.msg.GetWholeBytes() - req.size
+	bytes := min(req.msg.GetWholeBytes(), math.MaxInt64/2) - req.size // a caller's number: never overflowing the sum
 	return w.add(weight{pods: max(pods, 0), bytes: max(bytes, 0) + int64(max(pods, 0))*heldPodBytes})
 }
 

@@ -125,6 +125,33 @@ func TestPlanSyncRejectsMalformedSnapshotsWithFieldPaths(t *testing.T) {
 			r.BackoffRecord = &jobplanev1.BackoffRecord{FailuresAfterLastSuccess: 2}
 		}, "backoffRecord.lastFailureTime"},
 		{"bad tracking finalizer", func(r *jobplanev1.PlanSyncRequest) { r.TrackingFinalizer = "not a finalizer!" }, "trackingFinalizer"},
+		// Beyond the API server's bounds a policy costs seconds to match:
+		// each case below was a request of a few hundred kilobytes.
+		{"too many pod failure policy rules", func(r *jobplanev1.PlanSyncRequest) {
+			r.Job.Spec.PodFailurePolicy = &jobplanev1.PodFailurePolicy{Rules: repeated(21, failJobOnExitCode)}
+		}, "job.spec.podFailurePolicy.rules"},
+		{"too many pod condition patterns", func(r *jobplanev1.PlanSyncRequest) {
+			rule := failJobOnExitCode()
+			rule.OnExitCodes, rule.OnPodConditions = nil, repeated(30_000, func() *jobplanev1.PodFailurePolicyOnPodConditionsPattern {
+				return &jobplanev1.PodFailurePolicyOnPodConditionsPattern{Type: "A", Status: "False"}
+			})
+			r.Job.Spec.PodFailurePolicy = &jobplanev1.PodFailurePolicy{Rules: []*jobplanev1.PodFailurePolicyRule{rule}}
+		}, "job.spec.podFailurePolicy.rules[0].onPodConditions"},
+		{"too many exit codes", func(r *jobplanev1.PlanSyncRequest) {
+			rule := failJobOnExitCode()
+			rule.OnExitCodes.Values = repeated(40_000, func() int32 { return 2 })
+			r.Job.Spec.PodFailurePolicy = &jobplanev1.PodFailurePolicy{Rules: []*jobplanev1.PodFailurePolicyRule{rule}}
+		}, "job.spec.podFailurePolicy.rules[0].onExitCodes.values"},
+		{"too many success policy rules", func(r *jobplanev1.PlanSyncRequest) {
+			r.Job.Spec.SuccessPolicy = &jobplanev1.SuccessPolicy{Rules: repeated(30_000, func() *jobplanev1.SuccessPolicyRule {
+				return &jobplanev1.SuccessPolicyRule{SucceededIndexes: proto.String("1")}
+			})}
+		}, "job.spec.successPolicy.rules"},
+		{"succeeded indexes too long", func(r *jobplanev1.PlanSyncRequest) {
+			r.Job.Spec.SuccessPolicy = &jobplanev1.SuccessPolicy{Rules: []*jobplanev1.SuccessPolicyRule{
+				{SucceededIndexes: proto.String(strings.Repeat("0,", 40_000))},
+			}}
+		}, "job.spec.successPolicy.rules[0].succeededIndexes"},
 	}
 	c := client(t)
 	for _, tc := range cases {
@@ -144,6 +171,20 @@ func TestPlanSyncRejectsMalformedSnapshotsWithFieldPaths(t *testing.T) {
 			}
 		})
 	}
+}
+
+// repeated is n values made by f.
+func repeated[T any](n int, f func() T) []T {
+	out := make([]T, n)
+	for i := range out {
+		out[i] = f()
+	}
+	return out
+}
+
+func failJobOnExitCode() *jobplanev1.PodFailurePolicyRule {
+	return &jobplanev1.PodFailurePolicyRule{Action: "FailJob",
+		OnExitCodes: &jobplanev1.PodFailurePolicyOnExitCodesRequirement{Operator: "In", Values: []int32{1}}}
 }
 
 func TestStreamPlanSyncAnswersEachSnapshotInOrder(t *testing.T) {

@@ -207,6 +207,7 @@ func checkJob(job *jobplanev1.Job, errs *field.ErrorList) string {
 	} else if spec.BackoffLimitPerIndex != nil {
 		*errs = append(*errs, field.Invalid(specPath.Child("backoffLimitPerIndex"), *spec.BackoffLimitPerIndex, "requires indexed completion mode"))
 	}
+	checkPolicySizes(spec, specPath, errs)
 
 	status, statusPath := job.GetStatus(), jobPath.Child("status")
 	if status == nil {
@@ -245,6 +246,32 @@ func checkJob(job *jobplanev1.Job, errs *field.ErrorList) string {
 		}
 	}
 	return meta.GetUid()
+}
+
+// checkPolicySizes holds the pod failure and success policies to the API
+// server's bounds: matching a pod to a policy costs its rules times their
+// patterns (or exit codes) times the pod's conditions (or containers), and
+// a success policy its rules times the succeeded intervals, so a request
+// of a few hundred kilobytes beyond them would cost seconds.
+func checkPolicySizes(spec *jobplanev1.JobSpec, specPath *field.Path, errs *field.ErrorList) {
+	tooMany := func(path *field.Path, n, limit int) {
+		if n > limit {
+			*errs = append(*errs, field.TooMany(path, n, limit))
+		}
+	}
+	rulesPath := specPath.Child("podFailurePolicy", "rules")
+	tooMany(rulesPath, len(spec.GetPodFailurePolicy().GetRules()), jobvalidation.MaxPodFailurePolicyRules)
+	for i, rule := range spec.GetPodFailurePolicy().GetRules() {
+		tooMany(rulesPath.Index(i).Child("onPodConditions"), len(rule.GetOnPodConditions()), jobvalidation.MaxPodFailurePolicyOnPodConditions)
+		tooMany(rulesPath.Index(i).Child("onExitCodes", "values"), len(rule.GetOnExitCodes().GetValues()), jobvalidation.MaxPodFailurePolicyOnExitCodesValues)
+	}
+	rulesPath = specPath.Child("successPolicy", "rules")
+	tooMany(rulesPath, len(spec.GetSuccessPolicy().GetRules()), jobvalidation.MaxSuccessPolicyRules)
+	for i, rule := range spec.GetSuccessPolicy().GetRules() {
+		if len(rule.GetSucceededIndexes()) > jobvalidation.MaxSucceededIndexesLength {
+			*errs = append(*errs, field.TooLong(rulesPath.Index(i).Child("succeededIndexes"), "", jobvalidation.MaxSucceededIndexesLength))
+		}
+	}
 }
 
 func checkPods(pods []*corev1.Pod, jobUID, namespace string, podsPath *field.Path, errs *field.ErrorList) {
