@@ -3,6 +3,7 @@ package kubeconv_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
@@ -65,5 +66,22 @@ func TestKubePodConverterCanSkipContainers(t *testing.T) {
 	c.IntoKube(p, &out)
 	if out.Spec.Containers != nil || len(out.Spec.InitContainers) != 1 {
 		t.Errorf("containers %v, init containers %v: want none and one", out.Spec.Containers, out.Spec.InitContainers)
+	}
+}
+
+// Times beyond a Timestamp's range (a deletion time in year 1 less its
+// grace period, derived by the planner) are held at its ends, so that the
+// answer can be written as JSON; times within it are kept to the
+// nanosecond.
+func TestTimestampsStayWithinTheirRange(t *testing.T) {
+	for _, tc := range []struct{ in, want time.Time }{
+		{time.Date(0, 12, 31, 23, 59, 59, 0, time.UTC), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)},
+		{time.Date(2026, 11, 27, 20, 0, 0, 123, time.UTC), time.Date(2026, 11, 27, 20, 0, 0, 123, time.UTC)},
+	} {
+		got := kubeconv.Timestamp(tc.in)
+		if err := got.CheckValid(); err != nil || !got.AsTime().Equal(tc.want) {
+			t.Errorf("Timestamp(%v) = %v (%v), want %v", tc.in, got.AsTime(), err, tc.want)
+		}
 	}
 }

@@ -8,6 +8,8 @@
 package kubeconv
 
 import (
+	"time"
+
 	"google.golang.org/protobuf/types/known/timestamppb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,7 +39,26 @@ func TimeFromKube(t *metav1.Time) *timestamppb.Timestamp {
 	if t == nil || t.IsZero() {
 		return nil
 	}
-	return timestamppb.New(t.Time)
+	return Timestamp(t.Time)
+}
+
+// The range a Timestamp holds: years 1 to 9999.
+var (
+	firstTimestamp = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	lastTimestamp  = time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
+)
+
+// Timestamp is t as a Timestamp, held within the range one holds: a time
+// derived from a caller's (a deletion time less its grace period) may fall
+// outside, and such a Timestamp cannot be written as JSON.
+func Timestamp(t time.Time) *timestamppb.Timestamp {
+	switch {
+	case t.Before(firstTimestamp):
+		t = firstTimestamp
+	case t.After(lastTimestamp):
+		t = lastTimestamp
+	}
+	return timestamppb.New(t)
 }
 
 // ObjectMetaToKube converts object metadata.

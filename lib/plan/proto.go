@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -92,7 +91,7 @@ func podRefsToProto(refs []PodRef) []*jobplanev1.PodRef {
 func BackoffRecordToProto(b *BackoffRecord) *jobplanev1.BackoffRecord {
 	out := &jobplanev1.BackoffRecord{FailuresAfterLastSuccess: b.FailuresAfterLastSuccess}
 	if b.LastFailureTime != nil {
-		out.LastFailureTime = timestamppb.New(*b.LastFailureTime)
+		out.LastFailureTime = kubeconv.Timestamp(*b.LastFailureTime)
 	}
 	return out
 }
