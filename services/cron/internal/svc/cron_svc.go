@@ -100,10 +100,11 @@ func (s *CronService) PreviewSchedule(_ context.Context, req *jobplanev1.Preview
 	}
 	resp := &jobplanev1.PreviewScheduleResponse{}
 	for _, t := range sched.WithDaylightSaving(ds.SkippedHour, ds.RepeatedHour).NextN(from, count) {
-		resp.Runs = append(resp.Runs, &jobplanev1.ScheduledRun{
-			Time:      timestamppb.New(t),
-			LocalTime: t.In(sched.Location()).Format(time.RFC3339),
-		})
+		ts := timestamppb.New(t)
+		if ts.CheckValid() != nil {
+			break // after year 9999, which a Timestamp does not reach
+		}
+		resp.Runs = append(resp.Runs, &jobplanev1.ScheduledRun{Time: ts, LocalTime: t.In(sched.Location()).Format(time.RFC3339)})
 	}
 	return resp, nil
 }

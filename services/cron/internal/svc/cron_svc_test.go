@@ -64,6 +64,26 @@ func TestPreviewScheduleDefaultsToTenRuns(t *testing.T) {
 	}
 }
 
+// The list ends at year 9999, the last a Timestamp holds: the runs after it
+// could not be written as JSON.
+func TestPreviewScheduleEndsAtTheLastTimestamp(t *testing.T) {
+	from := time.Date(9999, 12, 31, 23, 57, 30, 0, time.UTC)
+	resp, err := client(t).PreviewSchedule(context.Background(), &jobplanev1.PreviewScheduleRequest{
+		Schedule: "* * * * *", From: timestamppb.New(from), Count: 5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.GetRuns()) != 2 {
+		t.Fatalf("runs %v, want 23:58 and 23:59 of 9999-12-31", resp.GetRuns())
+	}
+	for _, run := range resp.GetRuns() {
+		if err := run.GetTime().CheckValid(); err != nil {
+			t.Errorf("run %v: %v", run, err)
+		}
+	}
+}
+
 func TestPreviewScheduleRejectsBadInputWithFieldViolations(t *testing.T) {
 	c := client(t)
 	now := timestamppb.Now()
