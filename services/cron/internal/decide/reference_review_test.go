@@ -126,6 +126,24 @@ func TestReplaceDeletesTheJobOfTheReferencedNameAndKeepsAStaleReference(t *testi
 	expectStrings(t, "active", active, []string{job.Name + "/stale", JobName(cj.Name, at("02:00:00")) + "/"})
 }
 
+// A Job listed twice as active (under two UIDs) is replaced once: the
+// reference's second GET of its name finds it deleted, records FailedGet
+// and ends the sync, creating nothing (found by the refbench comparison).
+func TestReplaceOfAJobListedTwiceDeletesItOnceAndStops(t *testing.T) {
+	cj := hourlyCronJob("Replace")
+	job := runningJob(cj, at("01:00:00"))
+	twice := cj.Status.Active[0]
+	twice.UID = "uid-of-another-run"
+	cj.Status.Active = append(cj.Status.Active, twice)
+	plan := syncAt(cj, at("02:00:01"), job)
+	expectStrings(t, "deleted", deleted(plan), []string{job.Name})
+	expectStrings(t, "events", events(plan), []string{fmt.Sprintf("Warning FailedGet: Get job: jobs.batch %q not found", job.Name)})
+	expectStrings(t, "created", created(plan), nil)
+	if plan.RequeueAfter != nil {
+		t.Errorf("requeue after %v, want none: the reference's sync ends in an error", *plan.RequeueAfter)
+	}
+}
+
 // The reference parses formatSchedule's "TZ=<zone> <schedule>": robfig
 // trims what follows the zone, so a descriptor with a trailing space runs,
 // and an empty schedule has no fields rather than being an empty spec.
