@@ -111,9 +111,14 @@ type ExecutorServiceClient interface {
 	// managed by jobplane (NOT_MANAGED), or the plan names a pod the Job does
 	// not control (POD_NOT_OF_JOB, with a google.rpc.PreconditionFailure
 	// violation per reference; an action on such a pod is never performed, so
-	// never reported done); INVALID_ARGUMENT for a malformed plan or a
-	// missing or malformed namespace, name or uid; UNAVAILABLE when this
-	// replica does not lead.
+	// never reported done), or more than 32 of the pods it names are not in
+	// the executor's cache yet (PODS_NOT_SEEN: each would be read live while
+	// the Job's syncs wait; retry once it has seen them); INVALID_ARGUMENT for
+	// a malformed plan (a pod named twice in one action, an event reason
+	// over 128 bytes or message over 1,024, metric labels outside the
+	// reference's Job metrics' values, negative counts, a backoff record
+	// counting failures without a valid time) or a missing or malformed
+	// namespace, name or uid; UNAVAILABLE when this replica does not lead.
 	//
 	// Authorization: update jobs.batch, subresource status, of the Job; and
 	// in its namespace the pod writes of the plan's actions: create pods,
@@ -349,9 +354,14 @@ type ExecutorServiceServer interface {
 	// managed by jobplane (NOT_MANAGED), or the plan names a pod the Job does
 	// not control (POD_NOT_OF_JOB, with a google.rpc.PreconditionFailure
 	// violation per reference; an action on such a pod is never performed, so
-	// never reported done); INVALID_ARGUMENT for a malformed plan or a
-	// missing or malformed namespace, name or uid; UNAVAILABLE when this
-	// replica does not lead.
+	// never reported done), or more than 32 of the pods it names are not in
+	// the executor's cache yet (PODS_NOT_SEEN: each would be read live while
+	// the Job's syncs wait; retry once it has seen them); INVALID_ARGUMENT for
+	// a malformed plan (a pod named twice in one action, an event reason
+	// over 128 bytes or message over 1,024, metric labels outside the
+	// reference's Job metrics' values, negative counts, a backoff record
+	// counting failures without a valid time) or a missing or malformed
+	// namespace, name or uid; UNAVAILABLE when this replica does not lead.
 	//
 	// Authorization: update jobs.batch, subresource status, of the Job; and
 	// in its namespace the pod writes of the plan's actions: create pods,

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -424,6 +425,11 @@ func (c *Controller) checkPodRefs(ctx context.Context, job *batchv1.Job, p *plan
 	for _, pod := range owned {
 		controlled[pod.Name] = pod.UID
 	}
+	if unseen := countUnseen(p, controlled); unseen > maxLiveReads {
+		return apierr.New(codes.FailedPrecondition, "PODS_NOT_SEEN", map[string]string{"unseen": strconv.Itoa(unseen), "limit": strconv.Itoa(maxLiveReads)},
+			"%d of the pods the plan names are not in the executor's cache of the Job's pods, which reads at most %d of them live (each with the Job held back from syncing): retry once it has seen them",
+			unseen, maxLiveReads)
+	}
 	notOfJob := &podsNotOfJobError{namespace: job.Namespace, name: job.Name}
 	for i, a := range p.Actions {
 		var refs []plan.PodRef
@@ -452,6 +458,32 @@ func (c *Controller) checkPodRefs(ctx context.Context, job *batchv1.Job, p *plan
 		return notOfJob
 	}
 	return nil
+}
+
+// maxLiveReads bounds the pods of a caller's plan read live, one after
+// another while the Job's syncs wait: a plan naming pods the cache has not
+// seen yet (just created) needs a few.
+const maxLiveReads = 32
+
+// countUnseen counts the pod references of p's deletions and finalizer
+// removals that controlled, the cache's pods of the Job, does not hold.
+func countUnseen(p *plan.Plan, controlled map[string]types.UID) int {
+	n := 0
+	for _, a := range p.Actions {
+		var refs []plan.PodRef
+		switch a := a.(type) {
+		case plan.DeletePods:
+			refs = a.Pods
+		case plan.RemoveFinalizers:
+			refs = a.Pods
+		}
+		for _, ref := range refs {
+			if uid, ok := controlled[ref.Name]; !ok || uid != ref.UID {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // controlsLive reads the pod of ref in the Job's namespace from the API

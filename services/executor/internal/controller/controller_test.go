@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,6 +282,25 @@ func TestExecute(t *testing.T) {
 				t.Errorf("actions = %v, want %v", got, tc.wantActions)
 			}
 		})
+	}
+}
+
+// A caller's plan naming more pods the cache has not seen than are read
+// live is refused before any is read: each read holds the Job's syncs back.
+func TestExecuteReadsAFewUnseenPodsLiveAtMost(t *testing.T) {
+	job := newJob("job")
+	var refs []plan.PodRef
+	for i := range maxLiveReads + 1 {
+		refs = append(refs, plan.PodRef{Name: fmt.Sprintf("p%d", i), UID: types.UID(fmt.Sprintf("p%d-uid", i))})
+	}
+	f := newFixture(t, job)
+	p := &plan.Plan{Actions: []plan.Action{plan.DeletePods{Because: because("Manual"), Pods: refs}}}
+	_, _, err := f.c.Execute(context.Background(), testNamespace, "job", job.UID, p)
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "33 of the pods") {
+		t.Errorf("Execute error = %v, want FailedPrecondition naming 33 unseen pods", err)
+	}
+	if got := f.actions(); !slices.Equal(got, []string{"get jobs job"}) {
+		t.Errorf("actions = %v, want the Job read and no pod", got)
 	}
 }
 

@@ -25,6 +25,7 @@ func (s *ExecutorService) Execute(ctx context.Context, req *jobplanev1.ExecuteRe
 		var planErrs field.ErrorList
 		p, planErrs = plan.FromProto(req.GetPlan(), field.NewPath("plan"))
 		errs = append(errs, planErrs...)
+		errs = append(errs, callerPlanErrors(req.GetPlan(), field.NewPath("plan"))...)
 	}
 	if err := apierr.Invalid("invalid Execute request", errs); err != nil {
 		return nil, err

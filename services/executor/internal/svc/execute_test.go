@@ -2,6 +2,7 @@ package svc_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +50,23 @@ func TestExecute(t *testing.T) {
 				{},
 			}}},
 			code: codes.InvalidArgument, fields: []string{"name", "plan.actions[0].deletePods.pods[0].uid", "plan.actions[1].kind"}},
+		{name: "a caller's plan keeps to what the executor keeps",
+			req: &jobplanev1.ExecuteRequest{Namespace: "default", Name: "work", Uid: "uid-work", Plan: &jobplanev1.SyncPlan{
+				Actions: []*jobplanev1.Action{
+					{Kind: &jobplanev1.Action_DeletePods{DeletePods: &jobplanev1.DeletePodsAction{Pods: []*jobplanev1.PodRef{{Name: "work-a", Uid: "a"}, {Name: "work-a", Uid: "a"}}}}},
+					{Kind: &jobplanev1.Action_RecordEvent{RecordEvent: &jobplanev1.RecordEventAction{Type: "Normal", Reason: "Spam", Message: strings.Repeat("x", 1025)}}},
+					{Kind: &jobplanev1.Action_WriteStatus{WriteStatus: &jobplanev1.WriteStatusAction{Status: &jobplanev1.JobStatus{},
+						BackoffRecord: &jobplanev1.BackoffRecord{FailuresAfterLastSuccess: -1}}}},
+					{Kind: &jobplanev1.Action_CreatePods{CreatePods: &jobplanev1.CreatePodsAction{CreationReason: "because"}}},
+				},
+				Metrics: &jobplanev1.SyncMetrics{CompletionMode: "Sideways", FinishedReason: "Whim", PodsFailed: -1,
+					PodFailuresByPolicyAction: map[string]int32{"FailJob": -1, "k1": 1}},
+			}},
+			code: codes.InvalidArgument, fields: []string{
+				"plan.actions[0].deletePods.pods[1].name", "plan.actions[1].recordEvent.message",
+				"plan.actions[2].writeStatus.backoffRecord.failuresAfterLastSuccess", "plan.actions[3].createPods.creationReason",
+				"plan.metrics.completionMode", "plan.metrics.finishedReason",
+				"plan.metrics.podFailuresByPolicyAction[FailJob]", "plan.metrics.podFailuresByPolicyAction[k1]", "plan.metrics.podsFailed"}},
 		{name: "the controller's errors are answered as they are",
 			req:    &jobplanev1.ExecuteRequest{Namespace: "default", Name: "work", Uid: "uid-work", Plan: requeuePlan(time.Second)},
 			runErr: jobNotFound, code: codes.NotFound, message: []string{"Job default/work not found"},
