@@ -2,6 +2,7 @@ package apierr
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -81,5 +82,22 @@ func TestKubeCausesAreTheAPIServersUnderThePrefix(t *testing.T) {
 	plain := KubeCauses(apierrors.NewBadRequest("nope"), nil)
 	if len(plain) != 1 || plain[0].Field != "" || plain[0].ErrorBody() != "Invalid value: nope" {
 		t.Errorf("without causes: %v", plain)
+	}
+}
+
+// A selector is matched against every object listed, requirement by
+// requirement: one longer than any a person writes is refused before it is
+// parsed, as a malformed one is, at its path.
+func TestLabelSelectorRefusesTheOverlongAndTheMalformed(t *testing.T) {
+	path := field.NewPath("labelSelector")
+	if s, errs := LabelSelector(path, "app=report,tier in (a,b),!gone"); len(errs) != 0 || s.String() == "" {
+		t.Errorf("a selector: %v, %v", s, errs)
+	}
+	long := strings.Repeat("!a,", MaxLabelSelectorLength/3+1)
+	if _, errs := LabelSelector(path, long); len(errs) != 1 || errs[0].Type != field.ErrorTypeTooLong || errs[0].Field != "labelSelector" {
+		t.Errorf("a %d-byte selector: %v, want TooLong at labelSelector", len(long), errs)
+	}
+	if _, errs := LabelSelector(path, "app in ("); len(errs) != 1 || errs[0].Type != field.ErrorTypeInvalid {
+		t.Errorf("a malformed selector: %v, want Invalid", errs)
 	}
 }

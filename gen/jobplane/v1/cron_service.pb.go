@@ -221,7 +221,7 @@ type ListCronJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Namespace; empty means all namespaces.
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	// Kubernetes label selector.
+	// Kubernetes label selector, at most 16 KiB.
 	LabelSelector string `protobuf:"bytes,2,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	// Maximum CronJobs per page; default 100, at most 1000.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`

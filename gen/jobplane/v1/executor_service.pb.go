@@ -566,7 +566,8 @@ type ListJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Namespace; empty means all namespaces.
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	// Kubernetes label selector, for example "team=batch,tier!=dev".
+	// Kubernetes label selector, for example "team=batch,tier!=dev"; at most
+	// 16 KiB.
 	LabelSelector string `protobuf:"bytes,2,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	// Maximum Jobs per page; default 100, at most 1000.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
@@ -694,7 +695,7 @@ type WatchJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Namespace; empty means all namespaces.
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	// Kubernetes label selector.
+	// Kubernetes label selector, at most 16 KiB.
 	LabelSelector string `protobuf:"bytes,2,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	// Where to start. Empty: the current state of each matching Job as ADDED
 	// events, then every change. Set (a resource_version of an earlier

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
@@ -94,9 +93,8 @@ func (s *CronService) GetCronJob(ctx context.Context, req *jobplanev1.GetCronJob
 // namespace and name) and its continue token as the page token.
 func (s *CronService) ListCronJobs(ctx context.Context, req *jobplanev1.ListCronJobsRequest) (*jobplanev1.ListCronJobsResponse, error) {
 	errs := apierr.Namespace(field.NewPath("namespace"), req.GetNamespace(), false)
-	if _, err := labels.Parse(req.GetLabelSelector()); err != nil {
-		errs = append(errs, field.Invalid(field.NewPath("labelSelector"), req.GetLabelSelector(), err.Error()))
-	}
+	_, selectorErrs := apierr.LabelSelector(field.NewPath("labelSelector"), req.GetLabelSelector())
+	errs = append(errs, selectorErrs...)
 	size := int64(req.GetPageSize())
 	switch {
 	case size == 0:

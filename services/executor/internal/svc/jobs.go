@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
@@ -240,10 +239,8 @@ func (s *ExecutorService) GetJob(_ context.Context, req *jobplanev1.GetJobReques
 // namespace and name.
 func (s *ExecutorService) ListJobs(_ context.Context, req *jobplanev1.ListJobsRequest) (*jobplanev1.ListJobsResponse, error) {
 	errs := apierr.Namespace(field.NewPath("namespace"), req.GetNamespace(), false)
-	selector, err := labels.Parse(req.GetLabelSelector())
-	if err != nil {
-		errs = append(errs, field.Invalid(field.NewPath("labelSelector"), req.GetLabelSelector(), err.Error()))
-	}
+	selector, selectorErrs := apierr.LabelSelector(field.NewPath("labelSelector"), req.GetLabelSelector())
+	errs = append(errs, selectorErrs...)
 	size := int(req.GetPageSize())
 	switch {
 	case size == 0:

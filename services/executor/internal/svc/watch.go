@@ -6,7 +6,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	typedbatchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
@@ -24,10 +23,8 @@ import (
 // (Config.Done).
 func (s *ExecutorService) WatchJobs(req *jobplanev1.WatchJobsRequest, stream jobplanev1.ExecutorService_WatchJobsServer) error {
 	errs := apierr.Namespace(field.NewPath("namespace"), req.GetNamespace(), false)
-	selector, err := labels.Parse(req.GetLabelSelector())
-	if err != nil {
-		errs = append(errs, field.Invalid(field.NewPath("labelSelector"), req.GetLabelSelector(), err.Error()))
-	}
+	selector, selectorErrs := apierr.LabelSelector(field.NewPath("labelSelector"), req.GetLabelSelector())
+	errs = append(errs, selectorErrs...)
 	if err := apierr.Invalid("invalid WatchJobs request", errs); err != nil {
 		return err
 	}
@@ -48,7 +45,7 @@ func (s *ExecutorService) WatchJobs(req *jobplanev1.WatchJobsRequest, stream job
 		jobs:     s.cfg.Client.BatchV1().Jobs(req.GetNamespace()),
 		selector: selector.String(),
 	}
-	err = w.run(ctx, req.GetResourceVersion())
+	err := w.run(ctx, req.GetResourceVersion())
 	if ctx.Err() != nil {
 		return nil // the client left or the server is shutting down
 	}
