@@ -3,6 +3,7 @@ package svc
 import (
 	"cmp"
 	"context"
+	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -31,6 +32,11 @@ func (s *CronService) TriggerCronJob(ctx context.Context, req *jobplanev1.Trigge
 func (s *CronService) BackfillCronJob(ctx context.Context, req *jobplanev1.BackfillCronJobRequest) (*jobplanev1.BackfillCronJobResponse, error) {
 	errs := cronJobKey(nil, req.GetNamespace(), req.GetName())
 	errs = append(errs, checkTimestamp(field.NewPath("start"), req.GetStart())...)
+	if start := req.GetStart(); start.IsValid() && start.GetSeconds() < 0 {
+		// A run's Job is named for its minutes since 1970: before, the
+		// name's minus sign takes it past 63 characters.
+		errs = append(errs, field.Invalid(field.NewPath("start"), start.AsTime().Format(time.RFC3339), "must not be before 1970-01-01T00:00:00Z"))
+	}
 	errs = append(errs, checkTimestamp(field.NewPath("end"), req.GetEnd())...)
 	errs = append(errs, s.checkAPIVersion(req.GetApiVersion())...)
 	if err := apierr.Invalid("invalid BackfillCronJob request", errs); err != nil {

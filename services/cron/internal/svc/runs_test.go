@@ -3,9 +3,11 @@ package svc_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
@@ -34,5 +36,16 @@ func TestTheCronJobsKindIsChecked(t *testing.T) {
 				t.Errorf("%s with apiVersion %s: %v, want INVALID_ARGUMENT on apiVersion", rpc, apiVersion, err)
 			}
 		}
+	}
+}
+
+// A backfill before 1970 would name its Jobs with a minus sign, one
+// character past what a Job's name may be: refused by field, never a run
+// failing again on every retry.
+func TestBackfillBefore1970IsRefused(t *testing.T) {
+	_, err := client(t).BackfillCronJob(context.Background(), &jobplanev1.BackfillCronJobRequest{Namespace: "a", Name: "c",
+		Start: timestamppb.New(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)), End: timestamppb.New(time.Date(2, 1, 1, 0, 0, 0, 0, time.UTC))})
+	if v := apierr.FieldViolations(err); status.Code(err) != codes.InvalidArgument || len(v) != 1 || v[0].Field != "start" {
+		t.Errorf("got %v, want INVALID_ARGUMENT on start", err)
 	}
 }

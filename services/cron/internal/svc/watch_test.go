@@ -56,11 +56,14 @@ func TestWatchJobInstancesRelaysEmittedJobs(t *testing.T) {
 	}
 	scheduled := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 	plain := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "ns"}}
+	yearZero := emitted("nightly-0", "nightly", "", scheduled)
+	yearZero.Annotations[batchv1.CronJobScheduledTimestampAnnotation] = "0000-06-01T00:00:00Z" // anyone creating Jobs writes it
 	jobs := []*batchv1.Job{
 		plain,
 		emitted("other-1", "other", "", scheduled),
 		emitted("nightly-1", "nightly", "", scheduled),
 		emitted("nightly-m1", "nightly", cronapi.TriggerManual, scheduled.Add(time.Hour)),
+		yearZero,
 	}
 	go func() {
 		<-watching
@@ -71,7 +74,7 @@ func TestWatchJobInstancesRelaysEmittedJobs(t *testing.T) {
 			}
 		}
 	}()
-	want := []struct{ name, trigger string }{{"nightly-1", cronapi.TriggerSchedule}, {"nightly-m1", cronapi.TriggerManual}}
+	want := []struct{ name, trigger string }{{"nightly-1", cronapi.TriggerSchedule}, {"nightly-m1", cronapi.TriggerManual}, {"nightly-0", cronapi.TriggerSchedule}}
 	for _, w := range want {
 		got, err := stream.Recv()
 		if err != nil {
@@ -80,8 +83,8 @@ func TestWatchJobInstancesRelaysEmittedJobs(t *testing.T) {
 		if got.GetJob().GetMetadata().GetName() != w.name || got.GetTrigger() != w.trigger || got.GetCronJob().GetName() != "nightly" {
 			t.Errorf("got %s (%s, %s), want %s (%s)", got.GetJob().GetMetadata().GetName(), got.GetTrigger(), got.GetCronJob().GetName(), w.name, w.trigger)
 		}
-		if got.GetScheduledTime() == nil || got.GetResourceVersion() == "" {
-			t.Errorf("instance without scheduled time or resource version: %v", got)
+		if got.GetScheduledTime().CheckValid() != nil || got.GetResourceVersion() == "" {
+			t.Errorf("instance without a valid scheduled time or a resource version: %v", got)
 		}
 	}
 }
