@@ -52,7 +52,9 @@ type CronServiceClient interface {
 	// CreateCronJob creates a CronJob.
 	//
 	// Errors: INVALID_ARGUMENT (field violations: an unparseable schedule, an
-	// unknown time zone, TZ= in the schedule, an invalid Job template);
+	// unknown time zone, TZ= in the schedule, an invalid Job template, an
+	// owner reference with block_owner_deletion, which the API server would
+	// check against the cron service's permissions rather than the caller's);
 	// ALREADY_EXISTS.
 	//
 	// Authorization: create cronjobs.jobplane.dev in the CronJob's namespace.
@@ -317,7 +319,9 @@ type CronServiceServer interface {
 	// CreateCronJob creates a CronJob.
 	//
 	// Errors: INVALID_ARGUMENT (field violations: an unparseable schedule, an
-	// unknown time zone, TZ= in the schedule, an invalid Job template);
+	// unknown time zone, TZ= in the schedule, an invalid Job template, an
+	// owner reference with block_owner_deletion, which the API server would
+	// check against the cron service's permissions rather than the caller's);
 	// ALREADY_EXISTS.
 	//
 	// Authorization: create cronjobs.jobplane.dev in the CronJob's namespace.

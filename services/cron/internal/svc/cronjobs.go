@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
@@ -47,6 +48,14 @@ func (s *CronService) CreateCronJob(ctx context.Context, req *jobplanev1.CreateC
 	if c.ResourceVersion != "" {
 		// The API server answers this with an internal error.
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "resourceVersion"), "must be empty to create a CronJob"))
+	}
+	for i, ref := range c.OwnerReferences {
+		if ptr.Deref(ref.BlockOwnerDeletion, false) {
+			// The API server lets only who may update the owner's
+			// finalizers set it, and it would ask that of the cron service.
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "ownerReferences").Index(i).Child("blockOwnerDeletion"),
+				"the cron service creates CronJobs as itself, so the API server could not check that you may block the owner's deletion; create the CronJob directly to set it"))
+		}
 	}
 	if err := apierr.Invalid(invalidCronJob, errs); err != nil {
 		return nil, err

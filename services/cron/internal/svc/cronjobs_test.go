@@ -184,6 +184,11 @@ func TestCreateCronJobRefusesWhatTheAPIServerWouldWithItsPaths(t *testing.T) {
 			c.Spec.DaylightSaving = &jobplanev1.DaylightSavingPolicy{SkippedHour: "Later"}
 		}, []string{"spec.catchUp.maxRuns", "spec.catchUp.policy", "spec.daylightSaving.skippedHour", "spec.jitterSeconds"}},
 		{"resourceVersion", func(c *jobplanev1.CronJob) { c.Metadata.ResourceVersion = "12" }, []string{"metadata.resourceVersion"}},
+		// Created as the cron service, which may update CronJobs'
+		// finalizers: the API server would check it, not the caller.
+		{"an owner whose deletion it blocks", func(c *jobplanev1.CronJob) {
+			c.Metadata.OwnerReferences = []*jobplanev1.OwnerReference{{ApiVersion: "jobplane.dev/v1", Kind: "CronJob", Name: "victim", Uid: "uid-victim", BlockOwnerDeletion: ptr.To(true)}}
+		}, []string{"metadata.ownerReferences[0].blockOwnerDeletion"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
