@@ -101,3 +101,19 @@ func TestLabelSelectorRefusesTheOverlongAndTheMalformed(t *testing.T) {
 		t.Errorf("a malformed selector: %v, want Invalid", errs)
 	}
 }
+
+// A watch resumes from a resourceVersion the API answered, a decimal:
+// anything else is refused at the request's own field.
+func TestResourceVersionIsEmptyOrDecimal(t *testing.T) {
+	path := field.NewPath("resourceVersion")
+	for _, rv := range []string{"", "0", "123456789"} {
+		if errs := ResourceVersion(path, rv); len(errs) != 0 {
+			t.Errorf("%q: %v", rv, errs)
+		}
+	}
+	for _, rv := range []string{"abc", "-1", "1.5", "99999999999999999999"} {
+		if errs := ResourceVersion(path, rv); len(errs) != 1 || errs[0].Field != "resourceVersion" {
+			t.Errorf("%q: %v, want one violation at resourceVersion", rv, errs)
+		}
+	}
+}

@@ -32,6 +32,7 @@ func (s *CronService) WatchJobInstances(req *jobplanev1.WatchJobInstancesRequest
 		errs = apierr.ObjectKey(field.NewPath("namespace"), field.NewPath("cronJobName"), req.GetNamespace(), name)
 	}
 	errs = append(errs, s.checkAPIVersion(req.GetApiVersion())...)
+	errs = append(errs, apierr.ResourceVersion(field.NewPath("resourceVersion"), req.GetResourceVersion())...)
 	if err := apierr.Invalid("invalid WatchJobInstances request", errs); err != nil {
 		return err
 	}

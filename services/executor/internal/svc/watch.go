@@ -25,6 +25,7 @@ func (s *ExecutorService) WatchJobs(req *jobplanev1.WatchJobsRequest, stream job
 	errs := apierr.Namespace(field.NewPath("namespace"), req.GetNamespace(), false)
 	selector, selectorErrs := apierr.LabelSelector(field.NewPath("labelSelector"), req.GetLabelSelector())
 	errs = append(errs, selectorErrs...)
+	errs = append(errs, apierr.ResourceVersion(field.NewPath("resourceVersion"), req.GetResourceVersion())...)
 	if err := apierr.Invalid("invalid WatchJobs request", errs); err != nil {
 		return err
 	}

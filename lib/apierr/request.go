@@ -1,6 +1,8 @@
 package apierr
 
 import (
+	"strconv"
+
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -22,4 +24,17 @@ func LabelSelector(path *field.Path, selector string) (labels.Selector, field.Er
 		return nil, field.ErrorList{field.Invalid(path, selector, err.Error())}
 	}
 	return parsed, nil
+}
+
+// ResourceVersion checks a resourceVersion a caller resumes a watch from:
+// empty, or the decimal the API server's storage writes (which it answers
+// otherwise with a 422 naming its own field).
+func ResourceVersion(path *field.Path, rv string) field.ErrorList {
+	if rv == "" {
+		return nil
+	}
+	if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
+		return field.ErrorList{field.Invalid(path, rv, "must be a resourceVersion this API answered (a decimal number), or empty")}
+	}
+	return nil
 }
