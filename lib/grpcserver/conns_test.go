@@ -224,7 +224,15 @@ func TestAFloodOfWatchesSparesACallBeingAuthenticated(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := floodedWhileAuthenticating(t, c.ip)
-			if err := c.call(newConn(t, srv)); err != nil {
+			err := c.call(newConn(t, srv))
+			// Until its first call arrives a connection is spared no more
+			// than the flood's: on a loaded machine the gate may close it
+			// before its preface is even read. A client dials again then;
+			// once its call has arrived it must never be closed.
+			for retries := 0; retries < 5 && err != nil && strings.Contains(err.Error(), "server preface"); retries++ {
+				err = c.call(newConn(t, srv))
+			}
+			if err != nil {
 				t.Fatalf("a call authenticated during a flood from %s: %v", c.name, err)
 			}
 			if evicted := connMetric(t, srv, "jobplane_connections_closed_total", "reason", "unidentified_evicted"); evicted < 2*floodBound {
