@@ -673,8 +673,9 @@ type BackfillCronJobRequest struct {
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// Name of the CronJob.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// Start of the range, inclusive; not before 1970 (a run's Job is named for
-	// its minutes since then).
+	// Start of the range, inclusive. A run's Job is named for its minutes
+	// since 1970: a start whose run's Job name would pass 63 characters (long
+	// before 1970, for a long CronJob name) is refused.
 	Start *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start,proto3" json:"start,omitempty"`
 	// End of the range, exclusive; at most now.
 	End *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`

@@ -53,9 +53,9 @@ type CronServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT (field violations: an unparseable schedule, an
 	// unknown time zone, TZ= in the schedule, an invalid Job template, an
-	// owner reference with block_owner_deletion, which the API server would
-	// check against the cron service's permissions rather than the caller's);
-	// ALREADY_EXISTS.
+	// owner reference to a CronJob with block_owner_deletion, which the API
+	// server would check against the cron service's permissions rather than
+	// the caller's); ALREADY_EXISTS.
 	//
 	// Authorization: create cronjobs.jobplane.dev in the CronJob's namespace.
 	// Its runs are then submitted by the cron service itself, as the built-in
@@ -320,9 +320,9 @@ type CronServiceServer interface {
 	//
 	// Errors: INVALID_ARGUMENT (field violations: an unparseable schedule, an
 	// unknown time zone, TZ= in the schedule, an invalid Job template, an
-	// owner reference with block_owner_deletion, which the API server would
-	// check against the cron service's permissions rather than the caller's);
-	// ALREADY_EXISTS.
+	// owner reference to a CronJob with block_owner_deletion, which the API
+	// server would check against the cron service's permissions rather than
+	// the caller's); ALREADY_EXISTS.
 	//
 	// Authorization: create cronjobs.jobplane.dev in the CronJob's namespace.
 	// Its runs are then submitted by the cron service itself, as the built-in

@@ -112,13 +112,16 @@ type ExecutorServiceClient interface {
 	// not control (POD_NOT_OF_JOB, with a google.rpc.PreconditionFailure
 	// violation per reference; an action on such a pod is never performed, so
 	// never reported done), or more than 32 of the pods it names are not in
-	// the executor's cache yet (PODS_NOT_SEEN: each would be read live while
-	// the Job's syncs wait; retry once it has seen them); INVALID_ARGUMENT for
-	// a malformed plan (a pod named twice in one action, an event reason
-	// over 128 bytes or message over 1,024, metric labels outside the
-	// reference's Job metrics' values, negative counts, a backoff record
+	// the executor's cache (PODS_NOT_SEEN: each is read live while the Job's
+	// syncs wait; plan again from a fresh snapshot); INVALID_ARGUMENT for a
+	// malformed plan (a pod named twice in one action, metric labels outside
+	// the reference's Job metrics' values, negative counts, a backoff record
 	// counting failures without a valid time) or a missing or malformed
 	// namespace, name or uid; UNAVAILABLE when this replica does not lead.
+	// An event's reason is cut to 128 bytes and its message to 1,024
+	// (events.k8s.io's sizes), and a finished reason outside the reference's
+	// is counted as "Other": a Job's conditions, which a plan copies them
+	// from, may hold any.
 	//
 	// Authorization: update jobs.batch, subresource status, of the Job; and
 	// in its namespace the pod writes of the plan's actions: create pods,
@@ -355,13 +358,16 @@ type ExecutorServiceServer interface {
 	// not control (POD_NOT_OF_JOB, with a google.rpc.PreconditionFailure
 	// violation per reference; an action on such a pod is never performed, so
 	// never reported done), or more than 32 of the pods it names are not in
-	// the executor's cache yet (PODS_NOT_SEEN: each would be read live while
-	// the Job's syncs wait; retry once it has seen them); INVALID_ARGUMENT for
-	// a malformed plan (a pod named twice in one action, an event reason
-	// over 128 bytes or message over 1,024, metric labels outside the
-	// reference's Job metrics' values, negative counts, a backoff record
+	// the executor's cache (PODS_NOT_SEEN: each is read live while the Job's
+	// syncs wait; plan again from a fresh snapshot); INVALID_ARGUMENT for a
+	// malformed plan (a pod named twice in one action, metric labels outside
+	// the reference's Job metrics' values, negative counts, a backoff record
 	// counting failures without a valid time) or a missing or malformed
 	// namespace, name or uid; UNAVAILABLE when this replica does not lead.
+	// An event's reason is cut to 128 bytes and its message to 1,024
+	// (events.k8s.io's sizes), and a finished reason outside the reference's
+	// is counted as "Other": a Job's conditions, which a plan copies them
+	// from, may hold any.
 	//
 	// Authorization: update jobs.batch, subresource status, of the Job; and
 	// in its namespace the pod writes of the plan's actions: create pods,

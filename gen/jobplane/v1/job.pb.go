@@ -118,8 +118,9 @@ type JobSpec struct {
 	Completions *int32 `protobuf:"varint,2,opt,name=completions,proto3,oneof" json:"completions,omitempty"`
 	// Seconds the Job may be active (counted from status.startTime) before it
 	// fails with reason DeadlineExceeded. More than 9,223,372,036 (292 years,
-	// the longest Go duration) is a deadline never reached; the reference's
-	// v1.36.3 overflows there and fails the Job at once.
+	// the longest Go duration) is no deadline; the reference's v1.36.3
+	// overflows there into another deadline, often a negative one that fails
+	// the Job at once.
 	ActiveDeadlineSeconds *int64 `protobuf:"varint,3,opt,name=active_deadline_seconds,json=activeDeadlineSeconds,proto3,oneof" json:"active_deadline_seconds,omitempty"`
 	// Rules that decide what a pod failure means (count, ignore, fail the
 	// index, fail the Job), evaluated in order.

@@ -415,14 +415,14 @@ func (d *decision) startDue(runs []dueRun) {
 	case policy == batchv1.ReplaceConcurrent:
 		var replaced []string
 		for _, ref := range slices.Clone(status.Active) {
-			if slices.Contains(replaced, ref.Name) {
+			if key := ref.Namespace + "/" + ref.Name; slices.Contains(replaced, key) {
 				// Listed twice under one name: the reference reads the Job
 				// again, finds it deleted and ends the sync there.
 				d.event(corev1.EventTypeWarning, "FailedGet", "Get job: jobs.batch %q not found", ref.Name)
 				d.noRequeue, d.outcome = true, fmt.Sprintf("lists Job %s twice as active", ref.Name)
 				return
 			}
-			replaced = append(replaced, ref.Name)
+			replaced = append(replaced, ref.Namespace+"/"+ref.Name)
 			d.deleteJob(d.replaced(ref), "Replace", fmt.Sprintf("Job %s is still running at the next scheduled start time and the concurrency policy is Replace.", ref.Name))
 		}
 		for _, run := range runs[:len(runs)-1] {

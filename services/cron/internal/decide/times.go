@@ -33,6 +33,9 @@ const (
 
 var errScheduleTooDense = errors.New("time difference between two schedules is less than 1 second")
 
+// maxDurationSeconds is the longest time.Duration in whole seconds.
+const maxDurationSeconds = math.MaxInt64 / int64(time.Second)
+
 // mostRecentScheduleTime is the reference's: the latest scheduled time in
 // (earliest, now], or nil, with the reference's approximate counting (it
 // jumps close to now by the interval between the first two times, then
@@ -54,11 +57,13 @@ func mostRecentScheduleTime(earliest, now time.Time, sched schedule.Schedule) (*
 	if interval < 1 {
 		return nil, noneMissed, errScheduleTooDense
 	}
-	// In seconds since the epoch, not time.Duration: a Duration saturates
-	// at 292 years, after which the walk below would start centuries
-	// before now and walk to it a second at a time (a CronJob PlanCronJob
-	// is given may have been created in year 1).
-	elapsed := now.Unix() - t1.Unix()
+	elapsed := int64(now.Sub(t1).Seconds()) // the reference's float rounding, kept
+	if elapsed >= maxDurationSeconds {
+		// A Duration saturates at 292 years, after which the walk below
+		// would start centuries before now and walk to it a second at a
+		// time (a CronJob PlanCronJob is given may date from year 1).
+		elapsed = now.Unix() - t1.Unix()
+	}
 	missedCount := elapsed/interval + 1
 	// One interval further back than the count says, so that irregular
 	// schedules still land before the most recent time.

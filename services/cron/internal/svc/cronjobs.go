@@ -22,6 +22,7 @@ import (
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/lib/kubeconv"
+	"github.com/jobplane/jobplane/services/cron/internal/batchcron"
 	"github.com/jobplane/jobplane/services/cron/internal/validation"
 )
 
@@ -50,11 +51,12 @@ func (s *CronService) CreateCronJob(ctx context.Context, req *jobplanev1.CreateC
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "resourceVersion"), "must be empty to create a CronJob"))
 	}
 	for i, ref := range c.OwnerReferences {
-		if ptr.Deref(ref.BlockOwnerDeletion, false) {
+		if ptr.Deref(ref.BlockOwnerDeletion, false) && ref.Kind == cronapi.Kind && (ref.APIVersion == cronapi.APIVersion || ref.APIVersion == batchcron.APIVersion) {
 			// The API server lets only who may update the owner's
-			// finalizers set it, and it would ask that of the cron service.
+			// finalizers set it, and asks that of the cron service, which
+			// may for CronJobs (for other owners it may not, and is refused).
 			errs = append(errs, field.Forbidden(field.NewPath("metadata", "ownerReferences").Index(i).Child("blockOwnerDeletion"),
-				"the cron service creates CronJobs as itself, so the API server could not check that you may block the owner's deletion; create the CronJob directly to set it"))
+				"the cron service creates CronJobs as itself and may update CronJobs' finalizers, so the API server could not check that you may block this CronJob's deletion; create the CronJob directly to set it"))
 		}
 	}
 	if err := apierr.Invalid(invalidCronJob, errs); err != nil {

@@ -3,6 +3,7 @@ package svc
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -12,6 +13,7 @@ import (
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/services/cron/internal/batchcron"
+	"github.com/jobplane/jobplane/services/cron/internal/decide"
 )
 
 // TriggerCronJob starts a run now, through the controller.
@@ -32,10 +34,13 @@ func (s *CronService) TriggerCronJob(ctx context.Context, req *jobplanev1.Trigge
 func (s *CronService) BackfillCronJob(ctx context.Context, req *jobplanev1.BackfillCronJobRequest) (*jobplanev1.BackfillCronJobResponse, error) {
 	errs := cronJobKey(nil, req.GetNamespace(), req.GetName())
 	errs = append(errs, checkTimestamp(field.NewPath("start"), req.GetStart())...)
-	if start := req.GetStart(); start.IsValid() && start.GetSeconds() < 0 {
-		// A run's Job is named for its minutes since 1970: before, the
-		// name's minus sign takes it past 63 characters.
-		errs = append(errs, field.Invalid(field.NewPath("start"), start.AsTime().Format(time.RFC3339), "must not be before 1970-01-01T00:00:00Z"))
+	if start := req.GetStart(); start.IsValid() {
+		// A run's Job is named for its minutes since 1970, so the earliest
+		// run of a range long before 1970 has the longest name.
+		if name := decide.JobName(req.GetName(), start.AsTime()); len(name) > maxJobNameLength {
+			errs = append(errs, field.Invalid(field.NewPath("start"), start.AsTime().Format(time.RFC3339),
+				fmt.Sprintf("a run then would name its Job %s, longer than a Job's name may be (%d characters)", name, maxJobNameLength)))
+		}
 	}
 	errs = append(errs, checkTimestamp(field.NewPath("end"), req.GetEnd())...)
 	errs = append(errs, s.checkAPIVersion(req.GetApiVersion())...)
@@ -47,6 +52,10 @@ func (s *CronService) BackfillCronJob(ctx context.Context, req *jobplanev1.Backf
 	}
 	return s.cfg.Runs.Backfill(ctx, req)
 }
+
+// maxJobNameLength is the longest name of a Job: its pods' job-name label
+// holds it.
+const maxJobNameLength = 63
 
 func checkTimestamp(path *field.Path, ts *timestamppb.Timestamp) field.ErrorList {
 	if ts == nil {

@@ -2,6 +2,7 @@ package svc_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,11 +40,11 @@ func TestTheCronJobsKindIsChecked(t *testing.T) {
 	}
 }
 
-// A backfill before 1970 would name its Jobs with a minus sign, one
-// character past what a Job's name may be: refused by field, never a run
-// failing again on every retry.
-func TestBackfillBefore1970IsRefused(t *testing.T) {
-	_, err := client(t).BackfillCronJob(context.Background(), &jobplanev1.BackfillCronJobRequest{Namespace: "a", Name: "c",
+// A backfill from year 1 would name a 52-character CronJob's Jobs with a
+// minus sign and eleven characters more, past what a Job's name may be:
+// refused by field, never a run failing again on every retry.
+func TestBackfillWhoseJobNamesWouldBeTooLongIsRefused(t *testing.T) {
+	_, err := client(t).BackfillCronJob(context.Background(), &jobplanev1.BackfillCronJobRequest{Namespace: "a", Name: strings.Repeat("c", 52),
 		Start: timestamppb.New(time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)), End: timestamppb.New(time.Date(2, 1, 1, 0, 0, 0, 0, time.UTC))})
 	if v := apierr.FieldViolations(err); status.Code(err) != codes.InvalidArgument || len(v) != 1 || v[0].Field != "start" {
 		t.Errorf("got %v, want INVALID_ARGUMENT on start", err)

@@ -425,12 +425,8 @@ func (c *Controller) checkPodRefs(ctx context.Context, job *batchv1.Job, p *plan
 	for _, pod := range owned {
 		controlled[pod.Name] = pod.UID
 	}
-	if unseen := countUnseen(p, controlled); unseen > maxLiveReads {
-		return apierr.New(codes.FailedPrecondition, "PODS_NOT_SEEN", map[string]string{"unseen": strconv.Itoa(unseen), "limit": strconv.Itoa(maxLiveReads)},
-			"%d of the pods the plan names are not in the executor's cache of the Job's pods, which reads at most %d of them live (each with the Job held back from syncing): retry once it has seen them",
-			unseen, maxLiveReads)
-	}
 	notOfJob := &podsNotOfJobError{namespace: job.Namespace, name: job.Name}
+	readLive := map[string]bool{} // name/UID of each pod read live: whether the Job controls it
 	for i, a := range p.Actions {
 		var refs []plan.PodRef
 		var kind string
@@ -444,9 +440,18 @@ func (c *Controller) checkPodRefs(ctx context.Context, job *batchv1.Job, p *plan
 			if uid, ok := controlled[ref.Name]; ok && uid == ref.UID {
 				continue
 			}
-			ok, err := c.controlsLive(ctx, job, ref)
-			if err != nil {
-				return fromKube(err)
+			key := ref.Name + "/" + string(ref.UID)
+			ok, read := readLive[key]
+			if !read {
+				if len(readLive) == maxLiveReads {
+					return apierr.New(codes.FailedPrecondition, "PODS_NOT_SEEN", map[string]string{"limit": strconv.Itoa(maxLiveReads)},
+						"the plan names more than %d pods the executor's cache of the Job's pods does not hold, each read live while the Job's syncs wait: plan again from a fresh snapshot of the Job", maxLiveReads)
+				}
+				var err error
+				if ok, err = c.controlsLive(ctx, job, ref); err != nil {
+					return fromKube(err)
+				}
+				readLive[key] = ok
 			}
 			if !ok {
 				path := field.NewPath("plan", "actions").Index(i).Child(kind, "pods").Index(j)
@@ -464,27 +469,6 @@ func (c *Controller) checkPodRefs(ctx context.Context, job *batchv1.Job, p *plan
 // another while the Job's syncs wait: a plan naming pods the cache has not
 // seen yet (just created) needs a few.
 const maxLiveReads = 32
-
-// countUnseen counts the pod references of p's deletions and finalizer
-// removals that controlled, the cache's pods of the Job, does not hold.
-func countUnseen(p *plan.Plan, controlled map[string]types.UID) int {
-	n := 0
-	for _, a := range p.Actions {
-		var refs []plan.PodRef
-		switch a := a.(type) {
-		case plan.DeletePods:
-			refs = a.Pods
-		case plan.RemoveFinalizers:
-			refs = a.Pods
-		}
-		for _, ref := range refs {
-			if uid, ok := controlled[ref.Name]; !ok || uid != ref.UID {
-				n++
-			}
-		}
-	}
-	return n
-}
 
 // controlsLive reads the pod of ref in the Job's namespace from the API
 // server: whether it is ref's pod (same UID) and the Job controls it.

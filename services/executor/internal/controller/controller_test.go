@@ -286,7 +286,7 @@ func TestExecute(t *testing.T) {
 }
 
 // A caller's plan naming more pods the cache has not seen than are read
-// live is refused before any is read: each read holds the Job's syncs back.
+// live is refused: each read holds the Job's syncs back.
 func TestExecuteReadsAFewUnseenPodsLiveAtMost(t *testing.T) {
 	job := newJob("job")
 	var refs []plan.PodRef
@@ -296,11 +296,11 @@ func TestExecuteReadsAFewUnseenPodsLiveAtMost(t *testing.T) {
 	f := newFixture(t, job)
 	p := &plan.Plan{Actions: []plan.Action{plan.DeletePods{Because: because("Manual"), Pods: refs}}}
 	_, _, err := f.c.Execute(context.Background(), testNamespace, "job", job.UID, p)
-	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "33 of the pods") {
-		t.Errorf("Execute error = %v, want FailedPrecondition naming 33 unseen pods", err)
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "more than 32 pods") {
+		t.Errorf("Execute error = %v, want FailedPrecondition: more than 32 pods not in the cache", err)
 	}
-	if got := f.actions(); !slices.Equal(got, []string{"get jobs job"}) {
-		t.Errorf("actions = %v, want the Job read and no pod", got)
+	if got := f.actions(); len(got) != 1+maxLiveReads || slices.Contains(got, "delete pods p0") {
+		t.Errorf("actions = %v, want the Job and %d pods read, none deleted", got, maxLiveReads)
 	}
 }
 

@@ -30,6 +30,7 @@ func (s *ExecutorService) Execute(ctx context.Context, req *jobplanev1.ExecuteRe
 	if err := apierr.Invalid("invalid Execute request", errs); err != nil {
 		return nil, err
 	}
+	trimCallerPlan(p)
 	if err := s.mustLead(); err != nil {
 		return nil, err
 	}

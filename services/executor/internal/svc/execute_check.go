@@ -2,6 +2,7 @@ package svc
 
 import (
 	"slices"
+	"unicode/utf8"
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,6 +18,9 @@ const (
 	maxEventReasonLength  = 128
 	maxEventMessageLength = 1024
 )
+
+// otherFinishedReason counts a finished reason outside the reference's.
+const otherFinishedReason = "Other"
 
 // The label values of the reference's Job metrics a plan may name. The
 // executor keeps every series it is given for its lifetime, so a caller's
@@ -35,9 +39,11 @@ var (
 // callerPlanErrors checks what a plan from a caller (Execute) could use to
 // make the executor keep or do more than the plan's Job warrants, beyond
 // what plan.FromProto checks for every plan: a pod named twice in one
-// action (a goroutine and a live read each), events larger than the API
-// takes, metric labels outside the reference's, negative counts, a backoff
-// record the planner would refuse on every later sync of the Job.
+// action (a goroutine and a live read each), metric labels outside the
+// reference's, negative counts, a backoff record the planner would refuse
+// on every later sync of the Job. What a plan copies from the Job's
+// conditions, which may hold anything, is cut to size instead
+// (trimCallerPlan).
 func callerPlanErrors(p *jobplanev1.SyncPlan, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, a := range p.GetActions() {
@@ -49,14 +55,6 @@ func callerPlanErrors(p *jobplanev1.SyncPlan, path *field.Path) field.ErrorList 
 			distinctPods(&errs, actionPath.Child("deletePods", "pods"), k.DeletePods.GetPods())
 		case *jobplanev1.Action_RemoveFinalizers:
 			distinctPods(&errs, actionPath.Child("removeFinalizers", "pods"), k.RemoveFinalizers.GetPods())
-		case *jobplanev1.Action_RecordEvent:
-			eventPath := actionPath.Child("recordEvent")
-			if n := len(k.RecordEvent.GetReason()); n > maxEventReasonLength {
-				errs = append(errs, field.TooLong(eventPath.Child("reason"), "", maxEventReasonLength))
-			}
-			if n := len(k.RecordEvent.GetMessage()); n > maxEventMessageLength {
-				errs = append(errs, field.TooLong(eventPath.Child("message"), "", maxEventMessageLength))
-			}
 		case *jobplanev1.Action_WriteStatus:
 			backoffRecordErrors(&errs, actionPath.Child("writeStatus", "backoffRecord"), k.WriteStatus.GetBackoffRecord())
 		}
@@ -65,7 +63,6 @@ func callerPlanErrors(p *jobplanev1.SyncPlan, path *field.Path) field.ErrorList 
 	oneOf(&errs, metricsPath.Child("completionMode"), m.GetCompletionMode(), metricCompletionModes)
 	oneOf(&errs, metricsPath.Child("syncAction"), m.GetSyncAction(), metricSyncActions)
 	oneOf(&errs, metricsPath.Child("finishedResult"), m.GetFinishedResult(), metricFinishedResults)
-	oneOf(&errs, metricsPath.Child("finishedReason"), m.GetFinishedReason(), metricFinishedReasons)
 	oneOf(&errs, metricsPath.Child("backoffLimit"), m.GetBackoffLimit(), metricBackoffLimits)
 	for action, n := range m.GetPodFailuresByPolicyAction() {
 		actionPath := metricsPath.Child("podFailuresByPolicyAction").Key(action)
@@ -79,6 +76,33 @@ func callerPlanErrors(p *jobplanev1.SyncPlan, path *field.Path) field.ErrorList 
 	nonNegative(&errs, metricsPath.Child("indexesSucceeded"), m.GetIndexesSucceeded())
 	nonNegative(&errs, metricsPath.Child("indexesFailed"), m.GetIndexesFailed())
 	return errs
+}
+
+// trimCallerPlan cuts what a caller's plan copies from the Job's
+// conditions (a failure's reason and message, which the API server does not
+// bound) to what the executor keeps: its events to events.k8s.io's sizes,
+// its finished reason to the reference's or Other.
+func trimCallerPlan(p *plan.Plan) {
+	for i, a := range p.Actions {
+		if e, ok := a.(plan.RecordEvent); ok {
+			e.Reason, e.Message = truncated(e.Reason, maxEventReasonLength), truncated(e.Message, maxEventMessageLength)
+			p.Actions[i] = e
+		}
+	}
+	if !slices.Contains(metricFinishedReasons, p.Metrics.FinishedReason) {
+		p.Metrics.FinishedReason = otherFinishedReason
+	}
+}
+
+// truncated is s cut to at most n bytes, on a character's boundary.
+func truncated(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func oneOf(errs *field.ErrorList, path *field.Path, value string, supported []string) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -22,6 +23,29 @@ func requeuePlan(after time.Duration) *jobplanev1.SyncPlan {
 		Reason: "Backoff",
 		Kind:   &jobplanev1.Action_Requeue{Requeue: &jobplanev1.RequeueAction{After: durationpb.New(after)}},
 	}}}
+}
+
+// What a plan copies from the Job's conditions, which the API server does
+// not bound, is cut to size rather than refused: a Job failed by another
+// controller's reason still finishes through Execute.
+func TestExecuteCutsWhatAPlanCopiesFromTheJobToSize(t *testing.T) {
+	f := newFixture(t)
+	f.runner.job = job("default", "work")
+	req := &jobplanev1.ExecuteRequest{Namespace: "default", Name: "work", Uid: "uid-work", Plan: &jobplanev1.SyncPlan{
+		Actions: []*jobplanev1.Action{{Kind: &jobplanev1.Action_RecordEvent{RecordEvent: &jobplanev1.RecordEventAction{
+			Type: "Warning", Reason: strings.Repeat("R", 200), Message: strings.Repeat("é", 600)}}}},
+		Metrics: &jobplanev1.SyncMetrics{FinishedResult: "failed", FinishedReason: "ByAnotherController"},
+	}}
+	if _, err := f.api.Execute(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	e, ok := f.runner.got.Actions[0].(plan.RecordEvent)
+	if !ok || len(e.Reason) != 128 || len(e.Message) != 1024 || !utf8.ValidString(e.Message) {
+		t.Errorf("event %d bytes of reason, %d of message (valid UTF-8 %v), want 128 and 1,024", len(e.Reason), len(e.Message), utf8.ValidString(e.Message))
+	}
+	if got := f.runner.got.Metrics.FinishedReason; got != "Other" {
+		t.Errorf("finished reason %q, want Other", got)
+	}
 }
 
 func TestExecute(t *testing.T) {
@@ -54,18 +78,17 @@ func TestExecute(t *testing.T) {
 			req: &jobplanev1.ExecuteRequest{Namespace: "default", Name: "work", Uid: "uid-work", Plan: &jobplanev1.SyncPlan{
 				Actions: []*jobplanev1.Action{
 					{Kind: &jobplanev1.Action_DeletePods{DeletePods: &jobplanev1.DeletePodsAction{Pods: []*jobplanev1.PodRef{{Name: "work-a", Uid: "a"}, {Name: "work-a", Uid: "a"}}}}},
-					{Kind: &jobplanev1.Action_RecordEvent{RecordEvent: &jobplanev1.RecordEventAction{Type: "Normal", Reason: "Spam", Message: strings.Repeat("x", 1025)}}},
 					{Kind: &jobplanev1.Action_WriteStatus{WriteStatus: &jobplanev1.WriteStatusAction{Status: &jobplanev1.JobStatus{},
 						BackoffRecord: &jobplanev1.BackoffRecord{FailuresAfterLastSuccess: -1}}}},
 					{Kind: &jobplanev1.Action_CreatePods{CreatePods: &jobplanev1.CreatePodsAction{CreationReason: "because"}}},
 				},
-				Metrics: &jobplanev1.SyncMetrics{CompletionMode: "Sideways", FinishedReason: "Whim", PodsFailed: -1,
+				Metrics: &jobplanev1.SyncMetrics{CompletionMode: "Sideways", PodsFailed: -1,
 					PodFailuresByPolicyAction: map[string]int32{"FailJob": -1, "k1": 1}},
 			}},
 			code: codes.InvalidArgument, fields: []string{
-				"plan.actions[0].deletePods.pods[1].name", "plan.actions[1].recordEvent.message",
-				"plan.actions[2].writeStatus.backoffRecord.failuresAfterLastSuccess", "plan.actions[3].createPods.creationReason",
-				"plan.metrics.completionMode", "plan.metrics.finishedReason",
+				"plan.actions[0].deletePods.pods[1].name",
+				"plan.actions[1].writeStatus.backoffRecord.failuresAfterLastSuccess", "plan.actions[2].createPods.creationReason",
+				"plan.metrics.completionMode",
 				"plan.metrics.podFailuresByPolicyAction[FailJob]", "plan.metrics.podFailuresByPolicyAction[k1]", "plan.metrics.podsFailed"}},
 		{name: "the controller's errors are answered as they are",
 			req:    &jobplanev1.ExecuteRequest{Namespace: "default", Name: "work", Uid: "uid-work", Plan: requeuePlan(time.Second)},

@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // Limits and delays of the reference.
@@ -214,8 +215,8 @@ func (c *syncCtx) sync(s *Snapshot) {
 			c.finishedCondition = c.failureCondition(batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")
 		case c.pastActiveDeadline():
 			c.finishedCondition = c.failureCondition(batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline")
-		case job.Spec.ActiveDeadlineSeconds != nil && !jobSuspended(job):
-			left := max(job.Status.StartTime.Add(activeDeadlineOf(*job.Spec.ActiveDeadlineSeconds)).Sub(c.now), 0)
+		case c.activeDeadline() != nil && !jobSuspended(job):
+			left := max(job.Status.StartTime.Add(*c.activeDeadline()).Sub(c.now), 0)
 			addRequeue(c.plan, left, "ActiveDeadline",
 				fmt.Sprintf("Sync again when the active deadline of %ds is reached, in %s.", *job.Spec.ActiveDeadlineSeconds, left))
 		}
@@ -388,21 +389,24 @@ func (c *syncCtx) pastBackoffLimitOnFailure() bool {
 
 func (c *syncCtx) pastActiveDeadline() bool {
 	job := c.job
-	if job.Spec.ActiveDeadlineSeconds == nil || job.Status.StartTime == nil || jobSuspended(job) {
+	deadline := c.activeDeadline()
+	if deadline == nil || job.Status.StartTime == nil || jobSuspended(job) {
 		return false
 	}
-	return c.now.Sub(job.Status.StartTime.Time) >= activeDeadlineOf(*job.Spec.ActiveDeadlineSeconds)
+	return c.now.Sub(job.Status.StartTime.Time) >= *deadline
 }
 
-// activeDeadlineOf is spec.activeDeadlineSeconds as a Duration. One longer
-// than a Duration holds (292 years) is never reached; the reference's
-// product wraps around to a negative deadline and fails such a Job at once
-// (contract: JobSpec.active_deadline_seconds).
-func activeDeadlineOf(seconds int64) time.Duration {
-	if seconds > math.MaxInt64/int64(time.Second) {
-		return math.MaxInt64
+// activeDeadline is spec.activeDeadlineSeconds as a Duration, nil when
+// there is none. One longer than a Duration holds (292 years) is none: the
+// reference's product overflows and gives it another deadline, often a
+// negative one that fails the Job at once (contract:
+// JobSpec.active_deadline_seconds).
+func (c *syncCtx) activeDeadline() *time.Duration {
+	seconds := c.job.Spec.ActiveDeadlineSeconds
+	if seconds == nil || *seconds > math.MaxInt64/int64(time.Second) {
+		return nil
 	}
-	return time.Duration(seconds) * time.Second
+	return ptr.To(time.Duration(*seconds) * time.Second)
 }
 
 // failureCondition is FailureTarget: Failed is added only once no pod runs

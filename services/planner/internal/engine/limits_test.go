@@ -34,17 +34,18 @@ func TestAnIndexOfTheLargestIntSortsLast(t *testing.T) {
 	}
 }
 
-// An active deadline longer than a Duration holds (292 years) is never
-// reached; the reference's product wraps around and fails the Job at once.
-func TestAnActiveDeadlineBeyondADurationIsNeverReached(t *testing.T) {
-	for _, seconds := range []int64{math.MaxInt64/int64(time.Second) + 1, math.MaxInt64} {
-		job := newJob(1, 1, activeDeadline(seconds), startedAt(now.Add(-15*time.Second)))
-		o := summarize(runSync(t, job, []*corev1.Pod{newPod("a", running)}))
-		if c := o.conditionOf(batchv1.JobFailureTarget); c != nil || o.Deleted != 0 {
-			t.Errorf("deadline %ds: condition %v, deleted %d; want the Job left running", seconds, c, o.Deleted)
-		}
-		if len(o.Requeues) != 1 || o.Requeues[0] < math.MaxInt64-time.Minute {
-			t.Errorf("deadline %ds: requeues %v, want one after about the longest Duration", seconds, o.Requeues)
+// An active deadline longer than a Duration holds (292 years) is none,
+// even for a Job started longer ago than that; the reference's product
+// overflows into another deadline, often a negative one.
+func TestAnActiveDeadlineBeyondADurationIsNone(t *testing.T) {
+	for _, seconds := range []int64{math.MaxInt64/int64(time.Second) + 1, 18_446_744_074, math.MaxInt64} {
+		for _, start := range []time.Time{now.Add(-15 * time.Second), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)} {
+			job := newJob(1, 1, activeDeadline(seconds), startedAt(start))
+			o := summarize(runSync(t, job, []*corev1.Pod{newPod("a", running)}))
+			if c := o.conditionOf(batchv1.JobFailureTarget); c != nil || o.Deleted != 0 || len(o.Requeues) != 0 {
+				t.Errorf("deadline %ds, started %v: condition %v, deleted %d, requeues %v; want the Job left running, no requeue",
+					seconds, start, c, o.Deleted, o.Requeues)
+			}
 		}
 	}
 }
