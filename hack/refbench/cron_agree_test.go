@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	jobutil "k8s.io/kubernetes/pkg/controller/job/util"
 	"k8s.io/utils/ptr"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -237,18 +238,11 @@ func referenceFault(cj *batchv1.CronJob, jobs []*batchv1.Job, want, got cronDeci
 // Jobs still running.
 func stepsBesideTheRun(steps []string, jobs []*batchv1.Job) []string {
 	running := func(name string) bool {
-		return slices.ContainsFunc(jobs, func(j *batchv1.Job) bool { return j.Name == name && !finished(j) })
+		return slices.ContainsFunc(jobs, func(j *batchv1.Job) bool { return j.Name == name && !jobutil.IsJobFinished(j) })
 	}
 	return slices.DeleteFunc(slices.Clone(steps), func(step string) bool {
 		deleted, isDelete := strings.CutPrefix(step, "delete ")
 		return strings.HasPrefix(step, "create ") || strings.HasPrefix(step, "event Normal JobAlreadyActive: ") || (isDelete && running(deleted))
-	})
-}
-
-// finished says whether j has a true Complete or Failed condition.
-func finished(j *batchv1.Job) bool {
-	return slices.ContainsFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
-		return (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue
 	})
 }
 

@@ -3,6 +3,7 @@ package refbench
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -100,7 +101,7 @@ func randomCronJob(seed uint64) (*batchv1.CronJob, []*batchv1.Job, time.Time) {
 	var jobs []*batchv1.Job
 	for i := range r.IntN(7) {
 		j := randomCronJobJob(r, cj, now)
-		if nameTaken(jobs, j.Name) {
+		if slices.ContainsFunc(jobs, func(other *batchv1.Job) bool { return other.Name == j.Name }) {
 			continue
 		}
 		jobs = append(jobs, j)
@@ -196,13 +197,4 @@ func randomCronJobJob(r *rand.Rand, cj *batchv1.CronJob, now time.Time) *batchv1
 		j.Status.Conditions = []batchv1.JobCondition{condition(batchv1.JobSuspended)}
 	}
 	return j
-}
-
-func nameTaken(jobs []*batchv1.Job, name string) bool {
-	for _, j := range jobs {
-		if j.Name == name {
-			return true
-		}
-	}
-	return false
 }

@@ -112,12 +112,13 @@ type ExecutorServiceClient interface {
 	// not control (POD_NOT_OF_JOB, with a google.rpc.PreconditionFailure
 	// violation per reference; an action on such a pod is never performed, so
 	// never reported done), or more than 32 of the pods it names are not in
-	// the executor's cache (PODS_NOT_SEEN: each is read live while the Job's
-	// syncs wait; plan again from a fresh snapshot); INVALID_ARGUMENT for a
-	// malformed plan (a pod named twice in one action, metric labels outside
-	// the reference's Job metrics' values, negative counts, a backoff record
-	// counting failures without a valid time) or a missing or malformed
-	// namespace, name or uid; UNAVAILABLE when this replica does not lead.
+	// the executor's cache (PODS_NOT_SEEN: each is read live, before the
+	// Job is held from its syncs; plan again from a fresh snapshot);
+	// INVALID_ARGUMENT for a malformed plan (a pod named twice in one action,
+	// metric labels outside the reference's Job metrics' values, negative
+	// counts, a backoff record counting failures without a valid time) or a
+	// missing or malformed namespace, name or uid; UNAVAILABLE when this
+	// replica does not lead.
 	// An event's reason is cut to 128 bytes and its message to 1,024
 	// (events.k8s.io's sizes), and a finished reason outside the reference's
 	// is counted as "Other": a Job's conditions, which a plan copies them
@@ -358,12 +359,13 @@ type ExecutorServiceServer interface {
 	// not control (POD_NOT_OF_JOB, with a google.rpc.PreconditionFailure
 	// violation per reference; an action on such a pod is never performed, so
 	// never reported done), or more than 32 of the pods it names are not in
-	// the executor's cache (PODS_NOT_SEEN: each is read live while the Job's
-	// syncs wait; plan again from a fresh snapshot); INVALID_ARGUMENT for a
-	// malformed plan (a pod named twice in one action, metric labels outside
-	// the reference's Job metrics' values, negative counts, a backoff record
-	// counting failures without a valid time) or a missing or malformed
-	// namespace, name or uid; UNAVAILABLE when this replica does not lead.
+	// the executor's cache (PODS_NOT_SEEN: each is read live, before the
+	// Job is held from its syncs; plan again from a fresh snapshot);
+	// INVALID_ARGUMENT for a malformed plan (a pod named twice in one action,
+	// metric labels outside the reference's Job metrics' values, negative
+	// counts, a backoff record counting failures without a valid time) or a
+	// missing or malformed namespace, name or uid; UNAVAILABLE when this
+	// replica does not lead.
 	// An event's reason is cut to 128 bytes and its message to 1,024
 	// (events.k8s.io's sizes), and a finished reason outside the reference's
 	// is counted as "Other": a Job's conditions, which a plan copies them

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
@@ -37,9 +38,9 @@ func (s *CronService) BackfillCronJob(ctx context.Context, req *jobplanev1.Backf
 	if start := req.GetStart(); start.IsValid() {
 		// A run's Job is named for its minutes since 1970, so the earliest
 		// run of a range long before 1970 has the longest name.
-		if name := decide.JobName(req.GetName(), start.AsTime()); len(name) > maxJobNameLength {
+		if name := decide.JobName(req.GetName(), start.AsTime()); len(name) > utilvalidation.LabelValueMaxLength {
 			errs = append(errs, field.Invalid(field.NewPath("start"), start.AsTime().Format(time.RFC3339),
-				fmt.Sprintf("a run then would name its Job %s, longer than a Job's name may be (%d characters)", name, maxJobNameLength)))
+				fmt.Sprintf("a run then would name its Job %s, longer than a Job's name may be (%d characters: its pods' job-name label holds it)", name, utilvalidation.LabelValueMaxLength)))
 		}
 	}
 	errs = append(errs, checkTimestamp(field.NewPath("end"), req.GetEnd())...)
@@ -52,10 +53,6 @@ func (s *CronService) BackfillCronJob(ctx context.Context, req *jobplanev1.Backf
 	}
 	return s.cfg.Runs.Backfill(ctx, req)
 }
-
-// maxJobNameLength is the longest name of a Job: its pods' job-name label
-// holds it.
-const maxJobNameLength = 63
 
 func checkTimestamp(path *field.Path, ts *timestamppb.Timestamp) field.ErrorList {
 	if ts == nil {

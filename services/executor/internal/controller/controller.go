@@ -375,26 +375,20 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 // Execute performs a caller-supplied plan on the Job, for the Execute RPC.
 func (c *Controller) Execute(ctx context.Context, namespace, name string, uid types.UID, p *plan.Plan) ([]*jobplanev1.ActionOutcome, *batchv1.Job, error) {
 	key := namespace + "/" + name
-	unlock := c.syncing.Lock(key)
-	defer unlock()
 	ctx = fairlimit.WithKey(ctx, key)
-	job, err := c.cfg.Client.BatchV1().Jobs(namespace).Get(ctx, name, metav1.GetOptions{})
+	// The plan's pods are checked before the Job's syncs are held back:
+	// those the cache lacks are read live, which a caller could otherwise
+	// use to keep workers waiting on its Jobs.
+	job, err := c.executable(ctx, namespace, name, uid)
 	if err != nil {
-		c.metrics.jobDone(key) // no Job of ours: keep no count for the name
-		if apierrors.IsNotFound(err) {
-			return nil, nil, &jobNotFoundError{namespace: namespace, name: name}
-		}
-		return nil, nil, fromKube(err)
-	}
-	if !c.managed(job) {
-		c.metrics.jobDone(key)
-		return nil, nil, notManaged(job, c.cfg.ManagedBy)
-	}
-	if job.UID != uid {
-		return nil, nil, apierr.New(codes.FailedPrecondition, "UID_MISMATCH", map[string]string{"uid": string(job.UID)},
-			"Job %s/%s has UID %s, not %s", namespace, name, job.UID, uid)
+		return nil, nil, err
 	}
 	if err := c.checkPodRefs(ctx, job, p); err != nil {
+		return nil, nil, err
+	}
+	unlock := c.syncing.Lock(key)
+	defer unlock()
+	if job, err = c.executable(ctx, namespace, name, uid); err != nil { // the same Job still, now that it is held
 		return nil, nil, err
 	}
 	var podGroup *schedulingv1alpha2.PodGroup
@@ -409,6 +403,28 @@ func (c *Controller) Execute(ctx context.Context, namespace, name string, uid ty
 	}
 	outcomes, after, _ := c.perform(ctx, key, job, p, podGroup)
 	return outcomes, after, nil
+}
+
+// executable reads the Job live: one jobplane manages, of that UID.
+func (c *Controller) executable(ctx context.Context, namespace, name string, uid types.UID) (*batchv1.Job, error) {
+	key := namespace + "/" + name
+	job, err := c.cfg.Client.BatchV1().Jobs(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		c.metrics.jobDone(key) // no Job of ours: keep no count for the name
+		if apierrors.IsNotFound(err) {
+			return nil, &jobNotFoundError{namespace: namespace, name: name}
+		}
+		return nil, fromKube(err)
+	}
+	if !c.managed(job) {
+		c.metrics.jobDone(key)
+		return nil, notManaged(job, c.cfg.ManagedBy)
+	}
+	if job.UID != uid {
+		return nil, apierr.New(codes.FailedPrecondition, "UID_MISMATCH", map[string]string{"uid": string(job.UID)},
+			"Job %s/%s has UID %s, not %s", namespace, name, job.UID, uid)
+	}
+	return job, nil
 }
 
 // checkPodRefs refuses a caller's plan that names a pod the Job does not
@@ -445,7 +461,7 @@ func (c *Controller) checkPodRefs(ctx context.Context, job *batchv1.Job, p *plan
 			if !read {
 				if len(readLive) == maxLiveReads {
 					return apierr.New(codes.FailedPrecondition, "PODS_NOT_SEEN", map[string]string{"limit": strconv.Itoa(maxLiveReads)},
-						"the plan names more than %d pods the executor's cache of the Job's pods does not hold, each read live while the Job's syncs wait: plan again from a fresh snapshot of the Job", maxLiveReads)
+						"the plan names more than %d pods the executor's cache of the Job's pods does not hold, each read live: plan again from a fresh snapshot of the Job", maxLiveReads)
 				}
 				var err error
 				if ok, err = c.controlsLive(ctx, job, ref); err != nil {
@@ -466,8 +482,8 @@ func (c *Controller) checkPodRefs(ctx context.Context, job *batchv1.Job, p *plan
 }
 
 // maxLiveReads bounds the pods of a caller's plan read live, one after
-// another while the Job's syncs wait: a plan naming pods the cache has not
-// seen yet (just created) needs a few.
+// another: a plan naming pods the cache has not seen yet (just created)
+// needs a few.
 const maxLiveReads = 32
 
 // controlsLive reads the pod of ref in the Job's namespace from the API

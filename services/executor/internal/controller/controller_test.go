@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/plan"
@@ -205,16 +206,18 @@ func TestExecute(t *testing.T) {
 		wantCode    codes.Code
 		wantActions []string
 	}{{
-		name:        "the plan is performed on the Job read live",
-		uid:         job.UID,
-		objects:     []runtime.Object{job, newPod("a", job)},
-		wantActions: []string{"get jobs job", "delete pods a"},
+		name:    "the plan is performed on the Job read live",
+		uid:     job.UID,
+		objects: []runtime.Object{job, newPod("a", job)},
+		// The Job is read again once held from syncs: the plan's pods are
+		// checked before, so that live reads never hold a worker back.
+		wantActions: []string{"get jobs job", "get jobs job", "delete pods a"},
 	}, {
 		name:        "a pod newer than the cache: read live, the Job's, deleted",
 		uid:         job.UID,
 		objects:     []runtime.Object{job},
 		live:        []runtime.Object{newPod("a", job)},
-		wantActions: []string{"get jobs job", "get pods a", "delete pods a"},
+		wantActions: []string{"get jobs job", "get pods a", "get jobs job", "delete pods a"},
 	}, {
 		// Owner references are namespace-local; the executor never reports
 		// as deleted a pod it did not delete.
@@ -301,6 +304,26 @@ func TestExecuteReadsAFewUnseenPodsLiveAtMost(t *testing.T) {
 	}
 	if got := f.actions(); len(got) != 1+maxLiveReads || slices.Contains(got, "delete pods p0") {
 		t.Errorf("actions = %v, want the Job and %d pods read, none deleted", got, maxLiveReads)
+	}
+}
+
+// The pods of a caller's plan are read live before the Job is held from its
+// syncs, so a plan naming many never keeps a worker waiting on the Job (were
+// the Job held during the read, taking it here would never return).
+func TestExecuteReadsPodsLiveWithoutHoldingTheJob(t *testing.T) {
+	job := newJob("job")
+	f := newFixture(t, job)
+	if err := f.client.Tracker().Add(newPod("a", job)); err != nil {
+		t.Fatal(err)
+	}
+	f.client.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		unlock := f.c.syncing.Lock(testNamespace + "/job")
+		unlock()
+		return false, nil, nil
+	})
+	deleteA := &plan.Plan{Actions: []plan.Action{plan.DeletePods{Because: because("Manual"), Pods: []plan.PodRef{{Name: "a", UID: "a-uid"}}}}}
+	if _, _, err := f.c.Execute(context.Background(), testNamespace, "job", job.UID, deleteA); err != nil {
+		t.Fatal(err)
 	}
 }
 
