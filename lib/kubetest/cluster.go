@@ -60,11 +60,6 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 			tb.Fatalf("kwokctl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	showLogsOnFailure(tb, func() []string {
-		logs, _ := filepath.Glob(filepath.Join(workdir, "clusters", name, "logs", "*.log"))
-		return logs
-	})
-
 	// One cluster at a time on this machine: two kwok clusters with their
 	// controllers and services starve each other on two cores (kwok and the
 	// built-in controllers stall), so the test binaries needing one take
@@ -83,6 +78,12 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 		"--kubeconfig", kubeconfig, "--wait", "2m")
 	unlock()
 	tb.Cleanup(func() { kwokctl("delete", "cluster") })
+	// Registered after the deletion so that it runs before it: deleting
+	// the cluster removes its logs.
+	showLogsOnFailure(tb, func() []string {
+		logs, _ := filepath.Glob(filepath.Join(workdir, "clusters", name, "logs", "*.log"))
+		return logs
+	})
 	// Nodes become Ready only once their stages exist.
 	kubectl := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig,
 		"apply", "-f", filepath.Join(root, "hack", "kwok", "stages"))
@@ -102,6 +103,7 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 	}
 	waitReady(tb, client)
 	waitNodesReady(tb, client, nodes)
+	waitDefaultServiceAccount(tb, client)
 	return &Cluster{Name: name, Kubeconfig: kubeconfig, Config: cfg, Client: client}
 }
 
@@ -165,6 +167,24 @@ func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	tb.Fatalf("%d of %d nodes Ready after a minute", ready, n)
+}
+
+// waitDefaultServiceAccount waits for kube-controller-manager to create the
+// default namespace's ServiceAccount: until then the API server refuses that
+// namespace's pods, and the built-in Job controller retries them with a
+// backoff that reaches a minute.
+func waitDefaultServiceAccount(tb testing.TB, client kubernetes.Interface) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var err error
+	for ctx.Err() == nil {
+		if _, err = client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tb.Fatalf("no default ServiceAccount after a minute: %v", err)
 }
 
 // lockWait bounds how long the create lock is waited for: a create holds it

@@ -60,6 +60,7 @@ func TestAPIServerStoresJobsManagedByJobplaneAndTheirStatus(t *testing.T) {
 func TestBuiltInJobControllerSkipsJobsManagedByJobplane(t *testing.T) {
 	cluster := kubetest.StartCluster(t, 2)
 	ctx := context.Background()
+	showDefaultNamespaceOnFailure(t, cluster.Client)
 	jobs := cluster.Client.BatchV1().Jobs("default")
 	if _, err := jobs.Create(ctx, job("managed", ptr.To(jobplaneManager)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -92,6 +93,32 @@ func TestBuiltInJobControllerSkipsJobsManagedByJobplane(t *testing.T) {
 	if managed.Status.StartTime != nil || len(managed.Status.Conditions) != 0 || managed.Status.Active != 0 {
 		t.Errorf("the built-in controller wrote the managed Job's status: %+v", managed.Status)
 	}
+}
+
+// showDefaultNamespaceOnFailure logs the Jobs, pods and events of the
+// default namespace when the test fails, before the cluster is deleted.
+func showDefaultNamespaceOnFailure(t *testing.T, client kubernetes.Interface) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.Background()
+		if jobs, err := client.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{}); err == nil {
+			for _, j := range jobs.Items {
+				t.Logf("job %s: %+v", j.Name, j.Status)
+			}
+		}
+		if pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
+			for _, p := range pods.Items {
+				t.Logf("pod %s on %q: %s %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions)
+			}
+		}
+		if events, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{}); err == nil {
+			for _, e := range events.Items {
+				t.Logf("event %s %s/%s: %s %s", e.LastTimestamp.Format(time.TimeOnly), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+		}
+	})
 }
 
 func podsOf(t *testing.T, client kubernetes.Interface, jobName string) []corev1.Pod {
