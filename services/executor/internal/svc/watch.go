@@ -2,7 +2,6 @@ package svc
 
 import (
 	"context"
-	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,32 +73,45 @@ func (w *jobWatch) run(ctx context.Context, resourceVersion string) error {
 	return kubewatch.Follow(ctx, resourceVersion, open, w.relay)
 }
 
-// sendCurrentState sends each matching Job of a fresh list as ADDED, by
-// namespace and name, and returns the list's resourceVersion. Only the last
+// listPageSize bounds the Jobs a stream's initial state holds at once: the
+// state is listed page by page, every page at the first one's version.
+const listPageSize = 500
+
+// sendCurrentState sends each matching Job of a fresh list as ADDED, in the
+// API server's order, and returns the list's resourceVersion. Only the last
 // event carries it: resuming from the version of a Job sent earlier could
-// miss the Jobs not sent yet.
+// miss the Jobs not sent yet, so each Job is held back until the next one
+// (or the list's end) is known.
 func (w *jobWatch) sendCurrentState(ctx context.Context) (string, error) {
-	list, err := w.jobs.List(ctx, metav1.ListOptions{LabelSelector: w.selector})
-	if err != nil {
-		return "", err
-	}
-	jobs := make([]*batchv1.Job, 0, len(list.Items))
-	for i := range list.Items {
-		if w.s.manages(&list.Items[i]) {
-			jobs = append(jobs, &list.Items[i])
-		}
-	}
-	slices.SortFunc(jobs, func(a, b *batchv1.Job) int { return compareKeys(keyOf(a), keyOf(b)) })
-	for i, job := range jobs {
-		resumeFrom := ""
-		if i == len(jobs)-1 {
-			resumeFrom = list.ResourceVersion
-		}
-		if err := w.send(watch.Added, job, resumeFrom); err != nil {
+	opts := metav1.ListOptions{LabelSelector: w.selector, Limit: listPageSize}
+	var held *batchv1.Job
+	for {
+		page, err := w.jobs.List(ctx, opts)
+		if err != nil {
 			return "", err
 		}
+		for i := range page.Items {
+			job := &page.Items[i]
+			if !w.s.manages(job) {
+				continue
+			}
+			if held != nil {
+				if err := w.send(watch.Added, held, ""); err != nil {
+					return "", err
+				}
+			}
+			held = job
+		}
+		if page.Continue == "" {
+			if held != nil {
+				if err := w.send(watch.Added, held, page.ResourceVersion); err != nil {
+					return "", err
+				}
+			}
+			return page.ResourceVersion, nil
+		}
+		opts.Continue = page.Continue
 	}
-	return list.ResourceVersion, nil
 }
 
 // relay sends a change of one of jobplane's Jobs, resumable from the Job's

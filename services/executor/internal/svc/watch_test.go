@@ -3,7 +3,9 @@ package svc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,7 +29,8 @@ type apiWatch struct {
 
 // serveWatches answers the service's Job watches with fake watchers the test
 // drives, and its Job lists with the fixture's Jobs at resourceVersion
-// listVersion.
+// listVersion, as the API server pages them: in the order of their keys,
+// Limit at a time.
 func serveWatches(f *fixture, listVersion string) <-chan apiWatch {
 	watches := make(chan apiWatch, 8)
 	f.client.PrependWatchReactor("jobs", func(action k8stesting.Action) (bool, watch.Interface, error) {
@@ -37,9 +40,24 @@ func serveWatches(f *fixture, listVersion string) <-chan apiWatch {
 		return true, w, nil
 	})
 	f.client.PrependReactor("list", "jobs", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		opts := action.(k8stesting.ListActionImpl).ListOptions
+		keys := f.cache.ListKeys()
+		slices.Sort(keys)
+		start := 0
+		if opts.Continue != "" {
+			start = slices.Index(keys, opts.Continue) + 1
+		}
 		list := &batchv1.JobList{ListMeta: metav1.ListMeta{ResourceVersion: listVersion}}
-		for _, o := range f.cache.List() {
+		for _, key := range keys[start:] {
+			if opts.Limit > 0 && int64(len(list.Items)) == opts.Limit {
+				list.Continue = key
+				break
+			}
+			o, _, _ := f.cache.GetByKey(key)
 			list.Items = append(list.Items, *o.(*batchv1.Job))
+		}
+		if list.Continue != "" {
+			list.Continue = keys[start+len(list.Items)-1] // the last key sent
 		}
 		return true, list, nil
 	})
@@ -113,6 +131,45 @@ func TestWatchJobsStartsWithTheCurrentStateThenFollowsAcrossReconnects(t *testin
 	_, err = stream.Recv()
 	wantStatus(t, err, codes.OutOfRange, "too old resource version")
 	equal(t, "API actions", f.actions(), []string{"list jobs", "watch jobs", "watch jobs"})
+}
+
+func TestWatchJobsSendsTheCurrentStateAPageAtATime(t *testing.T) {
+	var jobs []runtime.Object
+	for i := range 1203 {
+		j := job(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("job-%04d", i))
+		if i%100 == 7 {
+			j = job(j.Namespace, j.Name, managedByOther)
+		}
+		jobs = append(jobs, j)
+	}
+	f := newFixture(t, jobs...)
+	serveWatches(f, "100")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := f.api.WatchJobs(ctx, &jobplanev1.WatchJobsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for range 1203 - 12 {
+		e := recv(t, stream)
+		if e.typ != "ADDED" || (e.resourceVersion != "") != (len(sent) == 1203-13) {
+			t.Fatalf("event %d: %v", len(sent), e)
+		}
+		sent = append(sent, e.job)
+	}
+	if !slices.IsSorted(sent) {
+		t.Error("the initial state is not in the API server's order")
+	}
+	var limits, continues []string
+	for _, a := range f.client.Actions() {
+		if l, ok := a.(k8stesting.ListActionImpl); ok {
+			limits = append(limits, fmt.Sprint(l.ListOptions.Limit))
+			continues = append(continues, l.ListOptions.Continue)
+		}
+	}
+	equal(t, "list limits", limits, []string{"500", "500", "500"})
+	equal(t, "list continues", continues, []string{"", "ns-1/job-0295", "ns-2/job-0593"})
 }
 
 func TestWatchJobsResumesFromAResourceVersion(t *testing.T) {
