@@ -165,6 +165,14 @@ type CronServiceClient interface {
 	// restarts and failovers: resume from the last resource_version received.
 	// The stream ends with OK when the server shuts down.
 	//
+	// An instance is a Job whose controller reference is a CronJob of the
+	// kind followed, named as the filter says: the reference's CronJob
+	// controller takes such Jobs for its own by that name too. A Job anyone
+	// allowed to create Jobs in the namespace made with such a reference is
+	// reported as well, as are the Jobs of an earlier CronJob of the same
+	// name; cron_job.uid is the reference's UID, to compare with the
+	// CronJob's.
+	//
 	// Errors: INVALID_ARGUMENT for a bad filter; OUT_OF_RANGE when the
 	// resource_version to resume from is too old; UNAVAILABLE when the API
 	// server cannot be reached; RESOURCE_EXHAUSTED with RetryInfo when the
@@ -431,6 +439,14 @@ type CronServiceServer interface {
 	// the cluster. It reads the Jobs themselves, so it is resumable across
 	// restarts and failovers: resume from the last resource_version received.
 	// The stream ends with OK when the server shuts down.
+	//
+	// An instance is a Job whose controller reference is a CronJob of the
+	// kind followed, named as the filter says: the reference's CronJob
+	// controller takes such Jobs for its own by that name too. A Job anyone
+	// allowed to create Jobs in the namespace made with such a reference is
+	// reported as well, as are the Jobs of an earlier CronJob of the same
+	// name; cron_job.uid is the reference's UID, to compare with the
+	// CronJob's.
 	//
 	// Errors: INVALID_ARGUMENT for a bad filter; OUT_OF_RANGE when the
 	// resource_version to resume from is too old; UNAVAILABLE when the API

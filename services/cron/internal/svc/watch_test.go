@@ -83,6 +83,9 @@ func TestWatchJobInstancesRelaysEmittedJobs(t *testing.T) {
 		if got.GetJob().GetMetadata().GetName() != w.name || got.GetTrigger() != w.trigger || got.GetCronJob().GetName() != "nightly" {
 			t.Errorf("got %s (%s, %s), want %s (%s)", got.GetJob().GetMetadata().GetName(), got.GetTrigger(), got.GetCronJob().GetName(), w.name, w.trigger)
 		}
+		if uid := got.GetCronJob().GetUid(); uid != "uid-"+metav1.NamespaceDefault {
+			t.Errorf("cron_job.uid %q, want the controller reference's", uid) // what a client compares with the CronJob's
+		}
 		if got.GetScheduledTime().CheckValid() != nil || got.GetResourceVersion() == "" {
 			t.Errorf("instance without a valid scheduled time or a resource version: %v", got)
 		}
