@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -103,7 +104,9 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 	}
 	waitReady(tb, client)
 	waitNodesReady(tb, client, nodes)
-	waitDefaultServiceAccount(tb, client)
+	if runsServiceAccounts(o.controllers) {
+		waitDefaultServiceAccount(tb, client)
+	}
 	return &Cluster{Name: name, Kubeconfig: kubeconfig, Config: cfg, Client: client}
 }
 
@@ -185,6 +188,17 @@ func waitDefaultServiceAccount(tb testing.TB, client kubernetes.Interface) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	tb.Fatalf("no default ServiceAccount after a minute: %v", err)
+}
+
+// runsServiceAccounts tells whether kube-controller-manager run with
+// --controllers=controllers creates namespaces' default ServiceAccounts.
+func runsServiceAccounts(controllers string) bool {
+	if controllers == "" {
+		return true
+	}
+	list := strings.Split(controllers, ",")
+	return !slices.Contains(list, "-serviceaccount-controller") &&
+		(slices.Contains(list, "*") || slices.Contains(list, "serviceaccount-controller"))
 }
 
 // lockWait bounds how long the create lock is waited for: a create holds it
