@@ -104,8 +104,10 @@ func agree(t *testing.T, bin, version string, off []featuregate.Feature, first u
 	var seen coverage
 	for seed := first; seed < first+uint64(cases); seed++ {
 		j, pods := randomJob(seed)
+		widenJob(seed, j, pods)
 		withoutFieldsOf(j, off)
 		state := randomState(seed)
+		widenState(seed, &state, pods)
 		want := referenceSync(t, j, pods, state).finishedForgets(j.Status)
 		got := plannerSync(t, client, stream, j, pods, state).finishedForgets(j.Status)
 		seen.add(j, want)

@@ -196,7 +196,7 @@ func referenceFault(cj *batchv1.CronJob, jobs []*batchv1.Job, want, got cronDeci
 	if every, ok := strings.CutPrefix(cj.Spec.Schedule, "@every "); ok && cj.Spec.StartingDeadlineSeconds != nil {
 		interval, err := time.ParseDuration(every)
 		if err == nil && time.Duration(*cj.Spec.StartingDeadlineSeconds)*time.Second < interval && !runDue(cj, want) && runDue(cj, got) &&
-			slices.Equal(stepsBesideTheRun(want.Steps, jobs), stepsBesideTheRun(got.Steps, jobs)) &&
+			slices.Equal(stepsBesideTheRun(want.Steps, jobs, want.Status.Active), stepsBesideTheRun(got.Steps, jobs, want.Status.Active)) &&
 			want.Status.LastSuccessfulTime.Equal(got.Status.LastSuccessfulTime) {
 			// cronjob.proto, starting_deadline_seconds: the reference counts
 			// the interval from the deadline and never finds such a
@@ -235,14 +235,16 @@ func referenceFault(cj *batchv1.CronJob, jobs []*batchv1.Job, want, got cronDeci
 
 // stepsBesideTheRun are a sync's steps less those of the run it found due:
 // its creation, Forbid's JobAlreadyActive and Replace's deletions of the
-// Jobs still running.
-func stepsBesideTheRun(steps []string, jobs []*batchv1.Job) []string {
-	running := func(name string) bool {
-		return slices.ContainsFunc(jobs, func(j *batchv1.Job) bool { return j.Name == name && !jobutil.IsJobFinished(j) })
+// Jobs still running or still listed as active (a reference whose UID is
+// an earlier Job's is replaced by name, finished or not).
+func stepsBesideTheRun(steps []string, jobs []*batchv1.Job, active []corev1.ObjectReference) []string {
+	replaced := func(name string) bool {
+		return slices.ContainsFunc(jobs, func(j *batchv1.Job) bool { return j.Name == name && !jobutil.IsJobFinished(j) }) ||
+			slices.ContainsFunc(active, func(r corev1.ObjectReference) bool { return r.Name == name })
 	}
 	return slices.DeleteFunc(slices.Clone(steps), func(step string) bool {
 		deleted, isDelete := strings.CutPrefix(step, "delete ")
-		return strings.HasPrefix(step, "create ") || strings.HasPrefix(step, "event Normal JobAlreadyActive: ") || (isDelete && running(deleted))
+		return strings.HasPrefix(step, "create ") || strings.HasPrefix(step, "event Normal JobAlreadyActive: ") || (isDelete && replaced(deleted))
 	})
 }
 

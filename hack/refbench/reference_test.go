@@ -9,12 +9,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -112,6 +114,12 @@ func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, state plan.
 			t.Fatal(err)
 		}
 	}
+	if len(state.FinalizerRemovalsInFlight) > 0 {
+		removals := fieldAt(jm, "finalizerExpectations").UnsafePointer()
+		if err := expectFinalizersRemoved(removals, klog.Background(), key, state.FinalizerRemovalsInFlight); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// An error is a requeue; what the sync did before it is compared.
 	_ = syncHandlerOf(jm)(ctx, key)
 	if r, ok, _ := backoffs.store.GetByKey(key); ok {
@@ -128,6 +136,13 @@ func referenceSync(t *testing.T, j *batchv1.Job, pods []*corev1.Pod, state plan.
 	}
 	return d.sorted()
 }
+
+// expectFinalizersRemoved is the reference's record of finalizer removals
+// sent and not yet seen, which its field finalizerExpectations points to:
+// unexported, as the type is.
+//
+//go:linkname expectFinalizersRemoved k8s.io/kubernetes/pkg/controller/job.(*uidTrackingExpectations).expectFinalizersRemoved
+func expectFinalizersRemoved(expectations unsafe.Pointer, logger klog.Logger, jobKey string, uids []types.UID) error
 
 // referenceMayDecide: the reference, synced again on j and pods, decides
 // d in one of 100 tries. It breaks some ties by its informer's order, which
