@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/jobplane/jobplane/lib/jobvalidation"
@@ -23,9 +24,10 @@ import (
 // widenJob changes some of seed's Jobs and pods into rarer ones: specs
 // the API server takes, states tracking passes through, times on the
 // boundaries.
-func widenJob(seed uint64, j *batchv1.Job, pods []*corev1.Pod) {
+func widenJob(seed uint64, j *batchv1.Job, pods []*corev1.Pod) []*corev1.Pod {
 	r := rand.New(rand.NewPCG(seed, 0x77696465))
 	widenSpec(r, j)
+	pods = widenToTheCaps(r, j, pods)
 	for _, p := range pods {
 		widenPod(r, j, p)
 	}
@@ -41,6 +43,37 @@ func widenJob(seed uint64, j *batchv1.Job, pods []*corev1.Pod) {
 		// Exactly at, just before and just after the deadline.
 		j.Status.StartTime = ptr.To(metav1.NewTime(now.Add(-time.Duration(*ads+int64(r.IntN(3))-1) * time.Second)))
 	}
+	return pods
+}
+
+// widenToTheCaps makes one NonIndexed Job in 150 reach a sync's caps: more
+// pods to create than it creates at once (500), or more finished pods than
+// it counts at once (500). Which of those it counts the reference takes
+// from its informer's order, which is none: the pods are then all alike,
+// succeeded (bigPodsAlike compares how many were counted).
+func widenToTheCaps(r *rand.Rand, j *batchv1.Job, pods []*corev1.Pod) []*corev1.Pod {
+	if *j.Spec.CompletionMode != batchv1.NonIndexedCompletion || r.IntN(150) != 0 {
+		return pods
+	}
+	if r.IntN(2) == 0 {
+		j.Spec.Completions, j.Spec.Parallelism = nil, ptr.To(int32(500+r.IntN(120)))
+		return pods
+	}
+	var big []*corev1.Pod
+	for i := range 495 + r.IntN(30) {
+		name := "big-" + strconv.Itoa(i)
+		big = append(big, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: j.Namespace, UID: types.UID(name), ResourceVersion: "1",
+				CreationTimestamp: metav1.NewTime(now.Add(-time.Minute)),
+				Labels:            map[string]string{batchv1.ControllerUidLabel: string(j.UID), batchv1.JobNameLabel: j.Name},
+				OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))},
+				Finalizers:        []string{batchv1.JobTrackingFinalizer}},
+			Spec: j.Spec.Template.Spec,
+			Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "main",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.NewTime(now.Add(-30 * time.Second))}}}}},
+		})
+	}
+	return big
 }
 
 // widenSpec changes the spec where the API server takes the change.
