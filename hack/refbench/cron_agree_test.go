@@ -56,7 +56,8 @@ func TestTheCronServiceAgreesWithTheReference(t *testing.T) {
 	seen := map[string]int{}
 	for seed := first; seed < first+uint64(cases); seed++ {
 		cj, jobs, now := randomCronJob(seed)
-		want := referenceCronSync(t, cj, jobs, now)
+		jobs = widenCronJob(seed, cj, jobs, now)
+		want := failedCreatesLeftOut(referenceCronSync(t, cj, jobs, now), cj, jobs)
 		got := cronServiceSync(t, client, cj, jobs, now, seed%2 == 1)
 		for _, step := range want.Steps {
 			seen[stepKind(step)]++
@@ -69,7 +70,7 @@ func TestTheCronServiceAgreesWithTheReference(t *testing.T) {
 		if diff == "" {
 			continue
 		}
-		if fault := referenceFault(cj, jobs, want, got); fault != "" {
+		if fault := referenceFault(t, cj, jobs, now, want, got); fault != "" {
 			seen["the reference's fault: "+fault]++
 			continue
 		}
@@ -183,7 +184,21 @@ func cronServiceSync(t *testing.T, client jobplanev1.CronServiceClient, cj *batc
 // referenceFault names the fault of the reference's, listed in the
 // contract, that explains why got differs from want; "" if none does. Only
 // what the fault changes is set aside: the rest must still agree.
-func referenceFault(cj *batchv1.CronJob, jobs []*batchv1.Job, want, got cronDecided) string {
+func referenceFault(t *testing.T, cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time, want, got cronDecided) string {
+	if here := slices.DeleteFunc(slices.Clone(jobs), func(j *batchv1.Job) bool { return j.Namespace != cj.Namespace }); len(here) < len(jobs) {
+		// cronjob.proto, CronJobStatus.active: a reference into another
+		// namespace is missing for jobplane; the reference keeps it while
+		// that Job exists (and deletes it under Replace).
+		return decidedWithout(t, cj, here, here, now, got, "an active reference into another namespace")
+	}
+	if ours := slices.DeleteFunc(slices.Clone(jobs), func(j *batchv1.Job) bool { return adoptedByName(cj, j) }); len(ours) < len(jobs) {
+		// cron_service.proto, PlanCronJobRequest.jobs: the reference takes
+		// a Job whose controller reference names the CronJob for its own,
+		// whatever its UID (a CronJob recreated under the same name adopts
+		// its predecessor's Jobs); jobplane does by UID. They stay in the
+		// API, out of its informer.
+		return decidedWithout(t, cj, jobs, ours, now, got, "Jobs an earlier CronJob of the same name controls")
+	}
 	withoutMissSchedule := got
 	withoutMissSchedule.Steps = slices.DeleteFunc(slices.Clone(got.Steps), func(step string) bool {
 		return strings.HasPrefix(step, "event Warning MissSchedule: ")
@@ -231,6 +246,52 @@ func referenceFault(cj *batchv1.CronJob, jobs []*batchv1.Job, want, got cronDeci
 		}
 	}
 	return ""
+}
+
+// decidedWithout names fault when the reference, with only the Jobs of api
+// in its API and of listed in its informer, decides as jobplane did (got),
+// or differs from it only by another fault; "" otherwise.
+func decidedWithout(t *testing.T, cj *batchv1.CronJob, api, listed []*batchv1.Job, now time.Time, got cronDecided, fault string) string {
+	alone := failedCreatesLeftOut(referenceCronSyncListing(t, cj, api, listed, now), cj, api)
+	alone.Steps = eventsSorted(alone.Steps)
+	if cmp.Equal(alone, got, cmpopts.EquateEmpty()) {
+		return fault
+	}
+	if other := referenceFault(t, cj, listed, now, alone, got); other != "" {
+		return fault + ", and " + other
+	}
+	return ""
+}
+
+// failedCreatesLeftOut is d without the creations the API refused because
+// a Job of that name, not cj's by UID, exists and was not deleted before:
+// the reference tries and fails, jobplane leaves it alone, and neither
+// changes anything.
+func failedCreatesLeftOut(d cronDecided, cj *batchv1.CronJob, jobs []*batchv1.Job) cronDecided {
+	anothers := func(name string) bool {
+		return slices.ContainsFunc(jobs, func(j *batchv1.Job) bool {
+			ref := metav1.GetControllerOf(j)
+			return j.Name == name && (ref == nil || ref.UID != cj.UID)
+		})
+	}
+	var steps []string
+	for _, step := range d.Steps {
+		name, ok := strings.CutPrefix(step, "create ")
+		if ok && anothers(name) && !slices.Contains(steps, "delete "+name) {
+			d.Created = slices.DeleteFunc(slices.Clone(d.Created), func(j *batchv1.Job) bool { return j.Name == name })
+			continue
+		}
+		steps = append(steps, step)
+	}
+	d.Steps = steps
+	return d
+}
+
+// adoptedByName: the reference takes j for cj's though jobplane does not,
+// its controller reference naming cj under another UID.
+func adoptedByName(cj *batchv1.CronJob, j *batchv1.Job) bool {
+	ref := metav1.GetControllerOf(j)
+	return ref != nil && ref.Name == cj.Name && ref.UID != cj.UID
 }
 
 // stepsBesideTheRun are a sync's steps less those of the run it found due:

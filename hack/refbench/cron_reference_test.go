@@ -70,6 +70,13 @@ var _ record.EventRecorder = stepsRecorder{}
 // both in its informers' stores and in the API, whose calls all succeed.
 func referenceCronSync(t *testing.T, cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time) cronDecided {
 	t.Helper()
+	return referenceCronSyncListing(t, cj, jobs, jobs, now)
+}
+
+// referenceCronSyncListing is referenceCronSync with only listed of the
+// Jobs in the reference's informer (all of them in the API).
+func referenceCronSyncListing(t *testing.T, cj *batchv1.CronJob, jobs, listed []*batchv1.Job, now time.Time) cronDecided {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	objects := []runtime.Object{cj.DeepCopy()}
@@ -105,14 +112,11 @@ func referenceCronSync(t *testing.T, cj *batchv1.CronJob, jobs []*batchv1.Job, n
 	defer fieldOf[record.EventBroadcaster](jm, "broadcaster").Shutdown()
 	setField(jm, "recorder", stepsRecorder{&d})
 	setField(jm, "now", func() time.Time { return now })
-	for _, o := range objects {
-		var err error
-		if j, ok := o.(*batchv1.Job); ok {
-			err = factory.Batch().V1().Jobs().Informer().GetIndexer().Add(j)
-		} else {
-			err = factory.Batch().V1().CronJobs().Informer().GetIndexer().Add(o)
-		}
-		if err != nil {
+	if err := factory.Batch().V1().CronJobs().Informer().GetIndexer().Add(cj.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range listed {
+		if err := factory.Batch().V1().Jobs().Informer().GetIndexer().Add(j.DeepCopy()); err != nil {
 			t.Fatal(err)
 		}
 	}

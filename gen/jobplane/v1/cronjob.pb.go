@@ -405,7 +405,11 @@ func (x *DaylightSavingPolicy) GetRepeatedHour() string {
 // CronJobStatus is batch/v1 CronJobStatus plus the extensions' state.
 type CronJobStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Jobs of this CronJob that are running.
+	// Jobs of this CronJob that are running. A reference into another
+	// namespace names no Job of this CronJob's: it is dropped as missing
+	// (MissingJob). Deviation from the reference, which keeps it while a Job
+	// of that name exists there, and whose Replace deletes that Job: one
+	// tenant's status would reach another's Jobs.
 	Active []*ObjectReference `protobuf:"bytes,1,rep,name=active,proto3" json:"active,omitempty"`
 	// Scheduled time of the most recent run started.
 	LastScheduleTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=last_schedule_time,json=lastScheduleTime,proto3" json:"last_schedule_time,omitempty"`

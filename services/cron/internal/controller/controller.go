@@ -324,8 +324,8 @@ func (c *Controller) input(ctx context.Context, cronJob *cronapi.CronJob) (decid
 	}
 	jobs := owned
 	for _, ref := range cronJob.Status.Active {
-		if containsUID(owned, ref.UID) {
-			continue
+		if containsUID(owned, ref.UID) || ref.Namespace != cronJob.Namespace {
+			continue // another namespace's Job is never the CronJob's
 		}
 		job, err := c.cfg.Kube.BatchV1().Jobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		switch {

@@ -48,7 +48,11 @@ func newDecision(in Input) *decision {
 		local = time.UTC
 	}
 	cj := in.CronJob.DeepCopy()
-	return &decision{in: in, now: in.Now, local: local, cj: cj, jobs: slices.Clone(in.Jobs), owned: ownedJobs(cj, in.Jobs)}
+	// A CronJob's Jobs are of its namespace: an active reference naming
+	// another namespace's Job is missing, never that Job (which the
+	// reference would keep, and delete under Replace).
+	jobs := slices.DeleteFunc(slices.Clone(in.Jobs), func(j *batchv1.Job) bool { return j.Namespace != cj.Namespace })
+	return &decision{in: in, now: in.Now, local: local, cj: cj, jobs: jobs, owned: ownedJobs(cj, jobs)}
 }
 
 func (d *decision) status() *cronapi.CronJobStatus { return &d.cj.Status }

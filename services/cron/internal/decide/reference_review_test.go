@@ -283,3 +283,36 @@ func TestTooManyMissedTimesCountsFromTheDeadline(t *testing.T) {
 		t.Errorf("no TooManyMissedTimes at 101 missed")
 	}
 }
+
+// An active reference whose UID is a running Job of the CronJob's under a
+// name no Job has: the reference's Replace reads the Job by that name, is
+// told it is not found and ends the sync there.
+func TestReplaceOfAReferenceWhoseNameIsNoJobsStops(t *testing.T) {
+	cj := hourlyCronJob("Replace")
+	job := runningJob(cj, at("01:00:00"))
+	cj.Status.Active[0].Name = job.Name + "-renamed"
+	plan := syncAt(cj, at("02:00:01"), job)
+	expectStrings(t, "deleted", deleted(plan), nil)
+	expectStrings(t, "events", events(plan), []string{fmt.Sprintf("Warning FailedGet: Get job: jobs.batch %q not found", job.Name+"-renamed")})
+	expectStrings(t, "created", created(plan), nil)
+	if plan.RequeueAfter != nil {
+		t.Errorf("requeue after %v, want none: the reference's sync ends in an error", *plan.RequeueAfter)
+	}
+}
+
+// A CronJob's Jobs are of its namespace: an active reference naming another
+// namespace's Job is missing, whatever Job of that name the input holds
+// there, and no policy deletes that Job (the reference keeps the
+// reference, and its Replace deletes the other namespace's Job).
+func TestAnActiveReferenceIntoAnotherNamespaceIsMissing(t *testing.T) {
+	for _, policy := range []batchv1.ConcurrencyPolicy{"Allow", "Forbid", "Replace"} {
+		cj := hourlyCronJob(policy)
+		theirs := runningJob(cj, at("01:00:00"))
+		theirs.Namespace, theirs.UID, theirs.OwnerReferences = "their-namespace", "uid-theirs", nil
+		cj.Status.Active = []v1.ObjectReference{{Kind: "Job", APIVersion: "batch/v1", Namespace: theirs.Namespace, Name: theirs.Name, UID: theirs.UID}}
+		plan := syncAt(cj, at("02:00:01"), theirs)
+		expectStrings(t, string(policy)+": deleted", deleted(plan), nil)
+		expectStrings(t, string(policy)+": events", events(plan), []string{"Normal MissingJob: Active job went missing: " + theirs.Name})
+		expectStrings(t, string(policy)+": created", created(plan), []string{"02:00 Schedule"})
+	}
+}

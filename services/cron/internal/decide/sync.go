@@ -413,17 +413,18 @@ func (d *decision) startDue(runs []dueRun) {
 		// One at a time: later syncs start the next.
 		d.create(runs[0], JobName(d.cj.Name, runs[0].scheduled))
 	case policy == batchv1.ReplaceConcurrent:
-		var replaced []string
 		for _, ref := range slices.Clone(status.Active) {
-			if key := ref.Namespace + "/" + ref.Name; slices.Contains(replaced, key) {
-				// Listed twice under one name: the reference reads the Job
-				// again, finds it deleted and ends the sync there.
+			job, ok := d.remainingJob(ref)
+			if !ok {
+				// The reference reads the Job of each reference's name and
+				// ends the sync when none is found: one listed twice and
+				// deleted by the first, or one whose UID is a Job of its own
+				// under another name.
 				d.event(corev1.EventTypeWarning, "FailedGet", "Get job: jobs.batch %q not found", ref.Name)
-				d.noRequeue, d.outcome = true, fmt.Sprintf("lists Job %s twice as active", ref.Name)
+				d.noRequeue, d.outcome = true, fmt.Sprintf("lists Job %s as active, which is not found", ref.Name)
 				return
 			}
-			replaced = append(replaced, ref.Namespace+"/"+ref.Name)
-			d.deleteJob(d.replaced(ref), "Replace", fmt.Sprintf("Job %s is still running at the next scheduled start time and the concurrency policy is Replace.", ref.Name))
+			d.deleteJob(job, "Replace", fmt.Sprintf("Job %s is still running at the next scheduled start time and the concurrency policy is Replace.", ref.Name))
 		}
 		for _, run := range runs[:len(runs)-1] {
 			d.miss(run.scheduled)
@@ -436,15 +437,24 @@ func (d *decision) startDue(runs []dueRun) {
 	}
 }
 
-// replaced is the Job Replace deletes for an active reference: as the
+// remainingJob is the Job Replace deletes for an active reference: as the
 // reference, the Job its GET of the reference's namespace and name returns
 // (whose UID leaves the active list, so a reference whose UID is not that
-// Job's stays), or the reference itself when no such Job remains.
-func (d *decision) replaced(ref corev1.ObjectReference) corev1.ObjectReference {
+// Job's stays); false when no such Job remains.
+func (d *decision) remainingJob(ref corev1.ObjectReference) (corev1.ObjectReference, bool) {
 	for _, job := range d.jobs {
 		if job.Namespace == ref.Namespace && job.Name == ref.Name {
-			return jobRef(job)
+			return jobRef(job), true
 		}
+	}
+	return corev1.ObjectReference{}, false
+}
+
+// replaced is remainingJob, or the reference itself when no such Job
+// remains (a triggered run's Replace, jobplane's own, deletes what it names).
+func (d *decision) replaced(ref corev1.ObjectReference) corev1.ObjectReference {
+	if job, ok := d.remainingJob(ref); ok {
+		return job
 	}
 	return ref
 }
