@@ -15,7 +15,8 @@ import (
 
 // widenCronJob changes some of seed's cases, from a random stream of their
 // own (randomCronJob's draws stay as they were), into what those draws
-// never made: CronJob names of every length, Jobs of an earlier CronJob
+// never made: zones "" and Local, an empty concurrency policy, clocks far
+// behind, deadlines beyond a Duration, CronJob names of every length, Jobs of an earlier CronJob
 // of the same name, a Job of the due run's name that is not the CronJob's,
 // finished conditions in other shapes, finished Jobs without a completion
 // or start time, active lists naming a Job twice or another's Job, and
@@ -27,6 +28,22 @@ func widenCronJob(seed uint64, cj *batchv1.CronJob, jobs []*batchv1.Job, now tim
 	}
 	for _, j := range jobs {
 		widenCronJobJob(r, cj, j)
+	}
+	switch r.IntN(40) {
+	case 0:
+		cj.Spec.TimeZone = ptr.To([]string{"", "Local"}[r.IntN(2)])
+	case 1:
+		cj.Spec.ConcurrencyPolicy = ""
+	case 2: // a clock hours or days behind the API server's
+		ahead := time.Duration(1+r.IntN(72)) * time.Hour
+		cj.CreationTimestamp = metav1.NewTime(now.Add(ahead).Truncate(time.Second))
+		if r.IntN(2) == 0 {
+			cj.Status.LastScheduleTime = nil
+		} else {
+			cj.Status.LastScheduleTime = ptr.To(metav1.NewTime(now.Add(ahead / 2).Truncate(time.Minute)))
+		}
+	case 3: // a deadline whose seconds overflow a Duration
+		cj.Spec.StartingDeadlineSeconds = ptr.To([]int64{9223372037, 1<<63 - 1, 18446744074}[r.IntN(3)])
 	}
 	name := cj.Name + "-" + strconv.FormatInt(now.Truncate(time.Minute).Unix()/60, 10)
 	if r.IntN(25) == 0 && !slices.ContainsFunc(jobs, func(j *batchv1.Job) bool { return j.Name == name }) {
