@@ -210,7 +210,7 @@ func referenceFault(t *testing.T, cj *batchv1.CronJob, jobs []*batchv1.Job, now 
 	}
 	if every, ok := strings.CutPrefix(cj.Spec.Schedule, "@every "); ok && cj.Spec.StartingDeadlineSeconds != nil {
 		interval, err := time.ParseDuration(every)
-		if err == nil && time.Duration(*cj.Spec.StartingDeadlineSeconds)*time.Second < interval && !runDue(cj, want) && runDue(cj, got) &&
+		if err == nil && time.Duration(*cj.Spec.StartingDeadlineSeconds)*time.Second < interval && !runDue(cj, want) && (runDue(cj, got) || runBlocked(cj, jobs, got)) &&
 			slices.Equal(stepsBesideTheRun(want.Steps, jobs, want.Status.Active), stepsBesideTheRun(got.Steps, jobs, want.Status.Active)) &&
 			want.Status.LastSuccessfulTime.Equal(got.Status.LastSuccessfulTime) {
 			// cronjob.proto, starting_deadline_seconds: the reference counts
@@ -306,6 +306,15 @@ func stepsBesideTheRun(steps []string, jobs []*batchv1.Job, active []corev1.Obje
 	return slices.DeleteFunc(slices.Clone(steps), func(step string) bool {
 		deleted, isDelete := strings.CutPrefix(step, "delete ")
 		return strings.HasPrefix(step, "create ") || strings.HasPrefix(step, "event Normal JobAlreadyActive: ") || (isDelete && replaced(deleted))
+	})
+}
+
+// runBlocked says the sync of cj found a run due whose name another's Job
+// has: it created nothing and ended without a requeue.
+func runBlocked(cj *batchv1.CronJob, jobs []*batchv1.Job, d cronDecided) bool {
+	return d.RequeueAfter == nil && len(d.Created) == 0 && slices.ContainsFunc(jobs, func(j *batchv1.Job) bool {
+		ref := metav1.GetControllerOf(j)
+		return strings.HasPrefix(j.Name, cj.Name+"-") && (ref == nil || ref.UID != cj.UID)
 	})
 }
 

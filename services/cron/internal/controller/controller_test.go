@@ -387,3 +387,38 @@ func TestJobsOfAnotherNamespaceAreNotTheCronJobs(t *testing.T) {
 		}
 	}
 }
+
+// A status naming another namespace's Job (whoever may write the CronJob's
+// status can write one) never reaches that Job: no live read of it, no
+// deletion by a scheduled or a triggered Replace.
+func TestActiveReferencesIntoAnotherNamespaceReachNothingThere(t *testing.T) {
+	cj := everyMinute("cj", func(cj *cronapi.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent })
+	theirs := ownedJob(cj, "theirs")
+	theirs.Namespace, theirs.UID, theirs.OwnerReferences = "other-team", "uid-theirs", nil
+	cj.Status.Active = []corev1.ObjectReference{
+		{Kind: "Job", APIVersion: "batch/v1", Namespace: theirs.Namespace, Name: theirs.Name, UID: theirs.UID},
+		{Kind: "Job", APIVersion: "batch/v1", Namespace: theirs.Namespace, Name: theirs.Name},
+	}
+	cj.Status.LastScheduleTime = &metav1.Time{Time: minute.Add(-time.Minute)}
+	f := newFixture(t, cj)
+	f.putJob(theirs)
+	f.kube.ClearActions()
+	f.clock.SetTime(minute.Add(100 * time.Millisecond))
+	if _, err := f.c.Trigger(context.Background(), cronapi.APIVersion, testNamespace, "cj", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.sync("cj"); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(f.executor.deleted, theirs.Name) {
+		t.Errorf("deleted %v: the other namespace's Job among them", f.executor.deleted)
+	}
+	for _, a := range f.kube.Actions() {
+		if a.GetNamespace() == theirs.Namespace {
+			t.Errorf("%s %s in %s: the CronJob's status reached another namespace", a.GetVerb(), a.GetResource().Resource, a.GetNamespace())
+		}
+	}
+	if _, err := f.kube.BatchV1().Jobs(theirs.Namespace).Get(context.Background(), theirs.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the other namespace's Job: %v", err)
+	}
+}

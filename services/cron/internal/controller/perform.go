@@ -49,7 +49,7 @@ func (c *Controller) perform(ctx context.Context, in decide.Input, p decide.Plan
 		case a.Event != nil:
 			c.recorder.Event(ref, a.Event.Type, a.Event.Reason, a.Event.Message)
 		case a.Delete != nil:
-			if err := c.deleteRun(ctx, a.Delete); err != nil {
+			if err := c.deleteRun(ctx, cronJob, a.Delete); err != nil {
 				c.recorder.Eventf(ref, corev1.EventTypeWarning, "FailedDelete", "Deleted job: %v", err)
 				keepActive(&st, cronJob, a.Delete.UID)
 				if a.Reason == decide.ReasonReplace {
@@ -128,8 +128,13 @@ func (c *Controller) createRun(ctx context.Context, cronJob *cronapi.CronJob, cr
 
 // deleteRun deletes a Job through the executor, background propagation,
 // only if it is still the Job decided on (UID). A Job already gone is
-// deleted.
-func (c *Controller) deleteRun(ctx context.Context, ref *corev1.ObjectReference) error {
+// deleted. Only a Job of the CronJob's namespace, named with its UID, is
+// ever deleted: the decision names no other, and a plan must not reach
+// another tenant's Jobs whatever a status says.
+func (c *Controller) deleteRun(ctx context.Context, cronJob *cronapi.CronJob, ref *corev1.ObjectReference) error {
+	if ref.Namespace != cronJob.Namespace || ref.UID == "" {
+		return fmt.Errorf("refusing to delete Job %s/%s (uid %q): not a Job of CronJob %s/%s", ref.Namespace, ref.Name, ref.UID, cronJob.Namespace, cronJob.Name)
+	}
 	_, err := c.cfg.Executor.DeleteJob(ctx, &jobplanev1.DeleteJobRequest{
 		Namespace: ref.Namespace, Name: ref.Name, Uid: string(ref.UID), PropagationPolicy: string(metav1.DeletePropagationBackground),
 	})

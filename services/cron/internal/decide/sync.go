@@ -450,14 +450,6 @@ func (d *decision) remainingJob(ref corev1.ObjectReference) (corev1.ObjectRefere
 	return corev1.ObjectReference{}, false
 }
 
-// replaced is remainingJob, or the reference itself when no such Job
-// remains (a triggered run's Replace, jobplane's own, deletes what it names).
-func (d *decision) replaced(ref corev1.ObjectReference) corev1.ObjectReference {
-	if job, ok := d.remainingJob(ref); ok {
-		return job
-	}
-	return ref
-}
 
 // startPendingRun starts the oldest pending run when no Job was active at
 // the start of the decision. Under Forbid and Replace a scheduled run

@@ -41,9 +41,13 @@ func Trigger(in Input, ignoreConcurrencyPolicy bool) (Plan, error) {
 	case policy == batchv1.ReplaceConcurrent:
 		for _, ref := range active {
 			// As a scheduled run's Replace: the Job of the reference's name
-			// as it is now, and a stale reference goes with it.
-			d.deleteJob(d.replaced(ref), "Replace", fmt.Sprintf("Job %s is still running when a run is triggered and the concurrency policy is Replace.", ref.Name))
+			// as it is now, and a stale reference goes with it. A reference
+			// naming no Job of the CronJob's namespace deletes nothing.
+			if job, ok := d.remainingJob(ref); ok {
+				d.deleteJob(job, "Replace", fmt.Sprintf("Job %s is still running when a run is triggered and the concurrency policy is Replace.", ref.Name))
+			}
 			deleteFromActiveList(d.status(), ref.UID)
+			d.updateStatus = true
 		}
 	case cronapi.IsBuffered(policy):
 		d.enqueue([]dueRun{run}, policy == cronapi.BufferOne)

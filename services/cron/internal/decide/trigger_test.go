@@ -8,6 +8,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -167,5 +168,30 @@ func TestBackfill(t *testing.T) {
 		plan, _ = backfill(cj, now, at("05:00:00"), at("08:00:00"), policy, job)
 		expectStrings(t, policy+" active", created(plan), nil)
 		expectStrings(t, policy+" queue", pendingClock(plan.Status.PendingRuns), []string{"05:00 Backfill", "06:00 Backfill", "07:00 Backfill"})
+	}
+}
+
+// A triggered run's Replace deletes only Jobs of the CronJob's namespace:
+// an active reference into another namespace (a status anyone allowed to
+// write it may fill) deletes nothing there, even when the input holds a Job
+// of that name, and leaves the list.
+func TestTriggerReplaceNeverDeletesAnotherNamespacesJob(t *testing.T) {
+	cj := hourlyCronJob("Replace")
+	theirs := runningJob(cj, at("01:00:00"))
+	theirs.Namespace, theirs.UID, theirs.OwnerReferences = "their-namespace", "uid-theirs", nil
+	cj.Status.Active = []v1.ObjectReference{
+		{Kind: "Job", APIVersion: "batch/v1", Namespace: theirs.Namespace, Name: theirs.Name, UID: theirs.UID},
+		{Kind: "Job", APIVersion: "batch/v1", Namespace: theirs.Namespace, Name: "victim"},
+	}
+	plan, err := trigger(t, cj, at("01:30:00"), false, theirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectStrings(t, "deleted", deleted(plan), nil)
+	expectStrings(t, "created", created(plan), []string{"01:30 Manual"})
+	for _, ref := range plan.Status.Active {
+		if ref.Namespace != cj.Namespace {
+			t.Errorf("another namespace's Job still listed: %+v", ref)
+		}
 	}
 }
