@@ -450,7 +450,6 @@ func (d *decision) remainingJob(ref corev1.ObjectReference) (corev1.ObjectRefere
 	return corev1.ObjectReference{}, false
 }
 
-
 // startPendingRun starts the oldest pending run when no Job was active at
 // the start of the decision. Under Forbid and Replace a scheduled run
 // created by this sync goes first; under Allow both start.
