@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -323,10 +324,17 @@ func (c *Controller) input(ctx context.Context, cronJob *cronapi.CronJob) (decid
 		cronJob = fresh
 	}
 	jobs := owned
+	var readLive []string
 	for _, ref := range cronJob.Status.Active {
-		if containsUID(owned, ref.UID) || ref.Namespace != cronJob.Namespace {
-			continue // another namespace's Job is never the CronJob's
+		if containsUID(owned, ref.UID) || ref.Namespace != cronJob.Namespace || slices.Contains(readLive, ref.Name) {
+			continue // read once; another namespace's Job is never the CronJob's
 		}
+		if len(readLive) == maxLiveReads {
+			// A status anyone allowed to write it may fill: each such
+			// reference costs a read of the API budget every tenant shares.
+			return decide.Input{}, fmt.Errorf("CronJob %s/%s lists more than %d active Jobs it does not control", cronJob.Namespace, cronJob.Name, maxLiveReads)
+		}
+		readLive = append(readLive, ref.Name)
 		job, err := c.cfg.Kube.BatchV1().Jobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -338,6 +346,11 @@ func (c *Controller) input(ctx context.Context, cronJob *cronapi.CronJob) (decid
 	}
 	return decide.Input{CronJob: cronJob, Jobs: jobs, Now: c.cfg.Clock.Now(), Local: c.cfg.Local}, nil
 }
+
+// maxLiveReads bounds the Jobs one sync reads from the API server: the
+// active references whose Job the CronJob does not control (by UID), each
+// looked up by name, as the reference does, before it is called missing.
+const maxLiveReads = 32
 
 // ownedJobs are the cached Jobs of the CronJob's namespace whose controller
 // is the CronJob (by UID).

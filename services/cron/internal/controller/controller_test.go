@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -420,5 +421,31 @@ func TestActiveReferencesIntoAnotherNamespaceReachNothingThere(t *testing.T) {
 	}
 	if _, err := f.kube.BatchV1().Jobs(theirs.Namespace).Get(context.Background(), theirs.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("the other namespace's Job: %v", err)
+	}
+}
+
+// A status listing many Jobs the CronJob does not control costs at most
+// maxLiveReads reads of the API a sync, each name once; beyond, the sync
+// fails (and is retried with backoff) rather than reading on.
+func TestActiveReferencesAreReadLiveAFewAtMost(t *testing.T) {
+	for _, refs := range []int{40, 400} {
+		cj := everyMinute("cj")
+		for i := range refs {
+			name := fmt.Sprintf("gone-%d", i%(refs/2)) // each name twice
+			cj.Status.Active = append(cj.Status.Active, corev1.ObjectReference{Kind: "Job", APIVersion: "batch/v1", Namespace: testNamespace, Name: name, UID: types.UID(fmt.Sprintf("uid-%d", i))})
+		}
+		f := newFixture(t, cj)
+		f.kube.ClearActions()
+		f.clock.SetTime(testCreated.Add(20 * time.Second))
+		_, err := f.sync("cj")
+		gets := 0
+		for _, a := range f.kube.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "jobs" {
+				gets++
+			}
+		}
+		if wantErr := refs/2 > 32; (err != nil) != wantErr || gets > 32 {
+			t.Errorf("%d references to %d names: %d reads, error %v", refs, refs/2, gets, err)
+		}
 	}
 }
