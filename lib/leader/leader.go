@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
@@ -35,6 +36,17 @@ type Elector struct {
 	leading atomic.Bool
 	started atomic.Bool  // set before the leading work starts
 	holder  atomic.Value // string
+}
+
+// ClientFor is a client of restCfg for the Lease alone, with a rate
+// limiter of its own at the same QPS and burst, as kube-controller-manager
+// gives its leader election: the requests a service makes for its tenants,
+// however many wait, never keep a renewal waiting.
+func ClientFor(restCfg *rest.Config) (kubernetes.Interface, error) {
+	cfg := rest.CopyConfig(restCfg)
+	cfg.RateLimiter = nil
+	cfg.UserAgent += "/leader-election"
+	return kubernetes.NewForConfig(cfg)
 }
 
 // New returns an elector.

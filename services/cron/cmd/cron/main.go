@@ -148,7 +148,11 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	}
 	var elector *leader.Elector
 	if cfg.lease.Elect {
-		elector = leader.New(cfg.lease.WithIdentity(), kube, log)
+		leaseClient, err := leader.ClientFor(restCfg)
+		if err != nil {
+			return err
+		}
+		elector = leader.New(cfg.lease.WithIdentity(), leaseClient, log)
 		ctrl.SetLeader(elector.Leader)
 	}
 	srv.RegisterService(&jobplanev1.CronService_ServiceDesc, svc.NewCronService(svc.Config{

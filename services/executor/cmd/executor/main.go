@@ -218,7 +218,11 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	}
 	runner := &runner{Controller: ctrl}
 	if cfg.lease.Elect {
-		runner.elector = leader.New(cfg.lease.WithIdentity(), client, log)
+		leaseClient, err := leader.ClientFor(restCfg)
+		if err != nil {
+			return err
+		}
+		runner.elector = leader.New(cfg.lease.WithIdentity(), leaseClient, log)
 	}
 	// SubmitJob creates Jobs as its caller; the controller creates their
 	// pods as the executor.

@@ -60,15 +60,13 @@ func (s *ExecutorService) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJ
 	if err != nil {
 		return nil, err
 	}
-	if job.Name != "" {
-		// The creation waits in the Job's lane of the fair limiter (that of
-		// its syncs), not in the one lane of unkeyed requests: a burst of
-		// submissions (a cron boundary) would wait there behind the status
-		// writes of the Jobs it created. It is not counted as the Job's
-		// work, as the built-in controller's cost does not count it. (A
-		// generateName's Job has no key yet: the shared lane.)
-		ctx = fairlimit.WithLane(ctx, job.Namespace+"/"+job.Name)
-	}
+	// The creation waits in the Job's lane of the fair limiter (that of its
+	// syncs), not in the one lane of unkeyed requests: a burst of
+	// submissions (a cron boundary) would wait there behind the status
+	// writes of the Jobs it created. It is not counted as the Job's work,
+	// as the built-in controller's cost does not count it. A generateName's
+	// Job has no name yet: its namespace's lane.
+	ctx = fairlimit.WithLane(ctx, job.Namespace+"/"+job.Name)
 	job.Status = batchv1.JobStatus{} // the API server ignores it on create
 	created, err := jobs.Create(ctx, job, metav1.CreateOptions{})
 	switch {
@@ -331,6 +329,9 @@ func (s *ExecutorService) DeleteJob(ctx context.Context, req *jobplanev1.DeleteJ
 	if err := s.mustLead(); err != nil {
 		return nil, err
 	}
+	// The Job's lane of the fair limiter, not the lane of unkeyed requests
+	// (informers' lists) a flood of deletions would fill.
+	ctx = fairlimit.WithLane(ctx, req.GetNamespace()+"/"+req.GetName())
 	jobs := s.cfg.Client.BatchV1().Jobs(req.GetNamespace())
 	job, err := jobs.Get(ctx, req.GetName(), metav1.GetOptions{})
 	if err != nil {

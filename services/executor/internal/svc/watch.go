@@ -11,6 +11,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/kubewatch"
 )
 
@@ -39,6 +40,10 @@ func (s *ExecutorService) WatchJobs(req *jobplanev1.WatchJobsRequest, stream job
 			}
 		}()
 	}
+	// The namespace's lane of the fair limiter (one lane for the cluster
+	// scope's), not the lane of unkeyed requests: a caller's streams, each
+	// listing again as it opens, would queue there.
+	ctx = fairlimit.WithLane(ctx, watchLane(req.GetNamespace()))
 	w := &jobWatch{
 		s:        s,
 		stream:   stream,
@@ -50,6 +55,19 @@ func (s *ExecutorService) WatchJobs(req *jobplanev1.WatchJobsRequest, stream job
 		return nil // the client left or the server is shutting down
 	}
 	return s.fromKube(err)
+}
+
+// clusterWatchLane is the fair limiter's lane of the cluster scope's
+// WatchJobs: the lane of no namespace (a namespace is a DNS label, without
+// dots).
+const clusterWatchLane = "jobplane.dev/cluster-watches/"
+
+// watchLane is the fair limiter's lane of a WatchJobs of namespace.
+func watchLane(namespace string) string {
+	if namespace == "" {
+		return clusterWatchLane
+	}
+	return namespace + "/"
 }
 
 // jobWatch is one WatchJobs stream.
