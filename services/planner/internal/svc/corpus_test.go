@@ -163,7 +163,7 @@ func TestPlansFromTheWireAreTheMessagesPlans(t *testing.T) {
 		if err := streamed.UnmarshalWire(wrapped(podwire.StreamRequestRequest, b)); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
+		bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true, "executor")
 		got, gotErr = planStreamed(bases, &streamed, syncSettings{})
 		bases.close()
 		if (wantErr == nil) != (gotErr == nil) || !proto.Equal(got, want) {

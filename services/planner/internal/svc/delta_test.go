@@ -95,7 +95,7 @@ func TestDeltaPlansAsTheFullSnapshotAlongLifecycles(t *testing.T) {
 		lifecycles = 12
 	}
 	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound)
-	bases := store.stream(true)
+	bases := store.stream(true, "executor")
 	deltas, withJob, finished := 0, 0, 0
 	for seed := range uint64(lifecycles) {
 		sc := sim.Generate(seed)
@@ -180,7 +180,7 @@ func checkDeltaEquivalence(t *testing.T, req *jobplanev1.PlanSyncRequest, salt i
 	if salt%5 == 0 { // the pods' views are worked out again
 		base.TrackingFinalizer = "example.com/other-finalizer"
 	}
-	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true, "executor")
 	defer bases.close()
 	if _, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "base", Request: base}); err != nil {
 		return false // a base refused (or of a finished Job) is not a base
@@ -245,7 +245,7 @@ func sizedRequest(t testing.TB, uid string, n int) *jobplanev1.PlanSyncRequest {
 }
 
 func TestDeltaAgainstAnUnknownBaseFailsOnlyItsResponse(t *testing.T) {
-	bases := newSnapshotStore(100, noByteBound).stream(true)
+	bases := newSnapshotStore(100, noByteBound).stream(true, "executor")
 	req := sizedRequest(t, "job-a", 10)
 	// Never sent.
 	_, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "1", Delta: deltaOf("0", req, req)})
@@ -280,7 +280,7 @@ func TestDeltaAgainstAnUnknownBaseFailsOnlyItsResponse(t *testing.T) {
 
 func TestSnapshotsAreEvictedLeastRecentlyUsedFirstWithinTheBound(t *testing.T) {
 	store := newSnapshotStore(25, noByteBound)
-	s1, s2 := store.stream(true), store.stream(true)
+	s1, s2 := store.stream(true, "executor"), store.stream(true, "executor")
 	a, b, c := sizedRequest(t, "job-a", 10), sizedRequest(t, "job-b", 10), sizedRequest(t, "job-c", 10)
 	send := func(s *streamSnapshots, id string, m *jobplanev1.StreamPlanSyncRequest) error {
 		m.Id = id
@@ -437,7 +437,7 @@ func nextSent(bases *streamSnapshots, snap *plan.Snapshot, sent *plan.Sent, id s
 // along simulated lifecycles are planned byte for byte as the snapshots in
 // full.
 func TestExecutorDeltasPlanAsTheFullSnapshotAlongLifecycles(t *testing.T) {
-	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true, "executor")
 	defer bases.close()
 	deltas := 0
 	alongExecutorLifecycles(bases, func(id string, snap *plan.Snapshot, sent *plan.Sent) {
@@ -503,7 +503,7 @@ func TestConcurrentStreamsShareTheBound(t *testing.T) {
 			want[k] = w
 		}
 		wg.Go(func() {
-			bases := store.stream(true)
+			bases := store.stream(true, "executor")
 			defer bases.close()
 			id, prev := 0, -1
 			for r := range rounds {
@@ -571,7 +571,7 @@ func TestTheConfiguredSettingsArePlanned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
+			bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true, "executor")
 			defer bases.close()
 			streamed, err := planStreamed(bases, streamRequestOf(&jobplanev1.StreamPlanSyncRequest{Id: "1", Request: clone()}), fast)
 			if err != nil {
@@ -611,7 +611,7 @@ func planStreamedWire(t *testing.T, bases *streamSnapshots, m *jobplanev1.Stream
 func TestSnapshotsAreBoundedByTheirMemory(t *testing.T) {
 	const bound = 1 << 20
 	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, bound)
-	s := store.stream(true)
+	s := store.stream(true, "executor")
 	heavy := func(req *jobplanev1.PlanSyncRequest) {
 		for _, p := range req.Pods {
 			p.Metadata.Annotations = map[string]string{"note": strings.Repeat("x", 100<<10)}
@@ -668,13 +668,46 @@ func TestSnapshotsAreBoundedByTheirMemory(t *testing.T) {
 	}
 }
 
+// Among outside callers, a tenant flooding the store with snapshots evicts
+// its own, the largest share, and never a quiet tenant's: the quiet
+// tenant's deltas keep their bases.
+func TestAFloodingTenantEvictsItsOwnSnapshots(t *testing.T) {
+	const bound = 1 << 20
+	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, bound)
+	quiet, flood := store.stream(false, "ns:quiet"), store.stream(false, "ns:flood")
+	send := func(s *streamSnapshots, uid string) *jobplanev1.PlanSyncRequest {
+		req := sizedRequest(t, uid, 1)
+		req.Pods[0].Metadata.Annotations = map[string]string{"note": strings.Repeat("x", 100<<10)}
+		if err := planStreamedWire(t, s, &jobplanev1.StreamPlanSyncRequest{Id: uid + "-1", Request: req}); err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	var mine []*jobplanev1.PlanSyncRequest
+	for i := range 2 {
+		mine = append(mine, send(quiet, fmt.Sprint("quiet-", i)))
+	}
+	for i := range 40 {
+		send(flood, fmt.Sprint("flood-", i))
+	}
+	for i, req := range mine {
+		uid := req.Job.Metadata.Uid
+		if err := planStreamedWire(t, quiet, &jobplanev1.StreamPlanSyncRequest{Id: uid + "-2", Delta: deltaOf(uid+"-1", req, req)}); err != nil {
+			t.Fatalf("the quiet tenant's Job %d after another tenant's flood: %v", i, err)
+		}
+	}
+	if held := store.heldWeight(); held.bytes > bound {
+		t.Fatalf("%d bytes held, beyond %d", held.bytes, bound)
+	}
+}
+
 // An outside caller's heavy snapshots never evict the system level's (the
 // executor's): they are not kept once only the executor's would have to
 // go, and are evicted first to keep the executor's.
 func TestOutsideSnapshotsNeverEvictTheExecutors(t *testing.T) {
 	const bound = 1 << 20
 	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, bound)
-	executor, outsider := store.stream(true), store.stream(false)
+	executor, outsider := store.stream(true, "executor"), store.stream(false, "outsider")
 	send := func(s *streamSnapshots, uid string, note int) *jobplanev1.PlanSyncRequest {
 		req := sizedRequest(t, uid, 1)
 		req.Pods[0].Metadata.Annotations = map[string]string{"note": strings.Repeat("x", note)}
@@ -701,7 +734,10 @@ func TestOutsideSnapshotsNeverEvictTheExecutors(t *testing.T) {
 		send(executor, fmt.Sprint("executor-more-", i), 100<<10)
 	}
 	store.mu.Lock()
-	outside := store.lrus[lruOutside].Len()
+	outside := 0
+	if h := store.outside["outsider"]; h != nil {
+		outside = h.lru.Len()
+	}
 	store.mu.Unlock()
 	if err := planStreamedWire(t, executor, &jobplanev1.StreamPlanSyncRequest{Id: "again", Delta: deltaOf(mine[0].Job.Metadata.Uid+"-2", mine[0], mine[0])}); err != nil {
 		t.Fatalf("the executor's first Job after its own new ones, %d outside snapshots held: %v", outside, err)

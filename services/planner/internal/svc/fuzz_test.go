@@ -81,7 +81,7 @@ func FuzzPlanSyncDelta(f *testing.F) {
 		if err := proto.Unmarshal(data, d); err != nil {
 			return
 		}
-		bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
+		bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true, "executor")
 		defer bases.close()
 		if _, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "base", Request: base}); err != nil {
 			t.Fatal(err)

@@ -59,7 +59,7 @@ func planParts(t *testing.T, bases *streamSnapshots, parts []*plan.WireRequest) 
 // full, and the next delta is based on its last part.
 func TestPartsPlanAsTheWholeSnapshotAlongLifecycles(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true, "executor")
 	defer bases.close()
 	split := 0
 	alongExecutorLifecycles(bases, func(id string, snap *plan.Snapshot, sent *plan.Sent) {
@@ -106,7 +106,7 @@ func TestPartsPlanAsTheWholeSnapshotAlongLifecycles(t *testing.T) {
 // other Job's snapshot to make room for parts it would refuse later.
 func TestAPartBeyondWhatThePlannerKeepsIsTooLarge(t *testing.T) {
 	store := newSnapshotStore(DefaultStreamSnapshotMaxPods, 64<<10)
-	bases := store.stream(true)
+	bases := store.stream(true, "executor")
 	defer bases.close()
 	if _, err := planStreamedProto(bases, &jobplanev1.StreamPlanSyncRequest{Id: "other", Request: sizedRequest(t, "other", 2)}); err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func TestAPartBeyondWhatThePlannerKeepsIsTooLarge(t *testing.T) {
 // A snapshot kept from parts weighs what it holds: every part's bytes (the
 // continuing parts' pods are views of them) and each of its pods once.
 func TestASnapshotFromPartsWeighsItsParts(t *testing.T) {
-	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true)
+	bases := newSnapshotStore(DefaultStreamSnapshotMaxPods, noByteBound).stream(true, "executor")
 	defer bases.close()
 	var snap *plan.Snapshot
 	sim.Generate(1).Run(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC), 1, false, func(w *sim.World) {

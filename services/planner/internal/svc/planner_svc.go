@@ -22,6 +22,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/jobvalidation"
 	"github.com/jobplane/jobplane/lib/kubeconv"
@@ -162,6 +163,15 @@ func planSync(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod, annotations [
 	return &jobplanev1.PlanSyncResponse{Plan: plan.ToProto(engine.Sync(snap))}, nil
 }
 
+// tenantOf is the tenant of the caller of ctx; "" for a server without
+// authentication.
+func tenantOf(ctx context.Context) string {
+	if id, ok := auth.FromContext(ctx); ok {
+		return id.Tenant()
+	}
+	return ""
+}
+
 // StreamPlanSync answers each snapshot of the stream with its plan; a bad
 // snapshot fails its own answer, not the stream. The last snapshot of each
 // Job is kept as the base of the next delta of that Job. A system caller's
@@ -172,7 +182,7 @@ func planSync(req *jobplanev1.PlanSyncRequest, pods []*corev1.Pod, annotations [
 func (s *PlannerService) StreamPlanSync(stream jobplanev1.PlannerService_StreamPlanSyncServer) error {
 	ctx := stream.Context()
 	system := grpcserver.SystemCaller(ctx)
-	bases := s.snapshots.stream(system)
+	bases := s.snapshots.stream(system, tenantOf(ctx))
 	defer bases.close()
 	concurrency := 1
 	if system {

@@ -205,7 +205,7 @@ func TestStreamSnapshotMemory(t *testing.T) {
 		if err := decoded.UnmarshalWire(b); err != nil {
 			t.Fatal(err)
 		}
-		s := store.stream(true)
+		s := store.stream(true, "executor")
 		if _, err := planStreamed(s, &decoded, syncSettings{}); err != nil {
 			t.Fatal(err)
 		}

@@ -49,23 +49,30 @@ const (
 // never touches a snapshot in use. The system level's snapshots (the
 // executor's) come first: outside callers' are evicted before any of
 // theirs, and never evict one, so that a caller sending heavy snapshots
-// cannot make the executor resend its Jobs in full.
+// cannot make the executor resend its Jobs in full. Among outside callers,
+// the tenant holding the largest share of the bounds loses its least
+// recently used snapshot first, so that one tenant's flood of snapshots
+// evicts its own, not another's.
 type snapshotStore struct {
 	maxPods  int
 	maxBytes int64
 
 	mu sync.Mutex
-	// held is the weight of the snapshots in lrus.
+	// held is the weight of the snapshots held.
 	held weight
-	// lrus are the outside callers' snapshots and the system level's
-	// (lruOutside, lruSystem), each most recently used at the front.
-	lrus [2]*list.List // of *baseSnapshot
+	// system holds the system level's snapshots, outside each outside
+	// tenant's that holds any.
+	system  *holder
+	outside map[string]*holder
 }
 
-const (
-	lruOutside = iota
-	lruSystem
-)
+// holder is the snapshots of the system level or of one outside tenant,
+// most recently used at the front, and their weight.
+type holder struct {
+	tenant string
+	lru    *list.List // of *baseSnapshot
+	held   weight
+}
 
 // weight is what a snapshot counts against the bounds: its pods, and its
 // Job as one more, so that Jobs without pods are bounded too; and its
@@ -76,23 +83,25 @@ type weight struct {
 }
 
 func newSnapshotStore(maxPods int, maxBytes int64) *snapshotStore {
-	return &snapshotStore{maxPods: maxPods, maxBytes: maxBytes, lrus: [2]*list.List{list.New(), list.New()}}
+	return &snapshotStore{maxPods: maxPods, maxBytes: maxBytes, system: &holder{lru: list.New()}, outside: map[string]*holder{}}
 }
 
 // streamSnapshots are the snapshots of one stream, by Job UID.
 type streamSnapshots struct {
 	store *snapshotStore
 	jobs  map[string]*baseSnapshot // guarded by store.mu
-	// lru is the store's list its snapshots go in.
-	lru int
+	// system: its snapshots are the system level's; else tenant's.
+	system bool
+	tenant string
 }
 
 // baseSnapshot is a snapshot as planned, kept converted so that a delta
 // converts only what changed. The engine modifies neither the Job nor the
 // pods, so they are handed to it as they are.
 type baseSnapshot struct {
-	owner *streamSnapshots
-	elem  *list.Element
+	owner  *streamSnapshots
+	holder *holder
+	elem   *list.Element
 	held  weight // its weight when put
 	// sent are the bytes it holds of what it was sent as: the full
 	// request's (its pods' strings are views of them), and each pod
@@ -235,13 +244,39 @@ func (b *baseSnapshot) reorder(removed bool, added []*slot, renamed bool) {
 	clear(b.pods[len(b.pods):cap(b.pods)]) // no removed pod kept alive
 }
 
-// stream is the snapshots of a new stream, of a system caller or not.
-func (st *snapshotStore) stream(system bool) *streamSnapshots {
-	lru := lruOutside
-	if system {
-		lru = lruSystem
+// stream is the snapshots of a new stream, of a system caller or of an
+// outside caller of tenant.
+func (st *snapshotStore) stream(system bool, tenant string) *streamSnapshots {
+	return &streamSnapshots{store: st, jobs: map[string]*baseSnapshot{}, system: system, tenant: tenant}
+}
+
+// holderOf is the holder of s's snapshots, made when it has none; st.mu is
+// held.
+func (st *snapshotStore) holderOf(s *streamSnapshots) *holder {
+	if s.system {
+		return st.system
 	}
-	return &streamSnapshots{store: st, jobs: map[string]*baseSnapshot{}, lru: lru}
+	h := st.outside[s.tenant]
+	if h == nil {
+		h = &holder{tenant: s.tenant, lru: list.New()}
+		st.outside[s.tenant] = h
+	}
+	return h
+}
+
+// heaviestOutside is the outside tenant holding the largest share of the
+// bounds (pods or bytes, whichever is larger); nil when none holds any.
+func (st *snapshotStore) heaviestOutside() *holder {
+	var heaviest *holder
+	share := func(h *holder) float64 {
+		return max(float64(h.held.pods)/float64(max(st.maxPods, 1)), float64(h.held.bytes)/float64(max(st.maxBytes, 1)))
+	}
+	for _, h := range st.outside {
+		if heaviest == nil || share(h) > share(heaviest) || (share(h) == share(heaviest) && h.tenant < heaviest.tenant) {
+			heaviest = h
+		}
+	}
+	return heaviest
 }
 
 // continues reports whether the stream's snapshot of the Job is a part of
@@ -293,20 +328,22 @@ func (s *streamSnapshots) keep(b *baseSnapshot) (dropped []*baseSnapshot) {
 		return append(dropped, b)
 	}
 	for !st.fits(st.held.add(w)) {
-		from := st.lrus[lruOutside]
-		if from.Len() == 0 && s.lru == lruSystem {
-			from = st.lrus[lruSystem]
+		from := st.heaviestOutside()
+		if from == nil && s.system && st.system.lru.Len() > 0 {
+			from = st.system
 		}
-		if from.Len() == 0 {
+		if from == nil {
 			return append(dropped, b)
 		}
-		evicted := from.Back().Value.(*baseSnapshot)
+		evicted := from.lru.Back().Value.(*baseSnapshot)
 		st.remove(evicted)
 		dropped = append(dropped, evicted)
 	}
-	b.owner = s
-	b.elem = st.lrus[s.lru].PushFront(b)
+	h := st.holderOf(s)
+	b.owner, b.holder = s, h
+	b.elem = h.lru.PushFront(b)
 	b.held = w
+	h.held = h.held.add(w)
 	st.held = st.held.add(w)
 	s.jobs[b.jobUID] = b
 	return dropped
@@ -342,10 +379,16 @@ func (s *streamSnapshots) close() {
 
 // remove takes b out of the store; st.mu is held.
 func (st *snapshotStore) remove(b *baseSnapshot) {
-	st.lrus[b.owner.lru].Remove(b.elem)
-	st.held = st.held.add(weight{pods: -b.held.pods, bytes: -b.held.bytes})
+	h := b.holder
+	h.lru.Remove(b.elem)
+	released := weight{pods: -b.held.pods, bytes: -b.held.bytes}
+	h.held = h.held.add(released)
+	if h != st.system && h.lru.Len() == 0 {
+		delete(st.outside, h.tenant)
+	}
+	st.held = st.held.add(released)
 	delete(b.owner.jobs, b.jobUID)
-	b.elem, b.owner = nil, nil
+	b.elem, b.owner, b.holder = nil, nil, nil
 }
 
 // heldWeight is the weight the store holds.
@@ -359,5 +402,9 @@ func (st *snapshotStore) heldWeight() weight {
 func (st *snapshotStore) heldSnapshots() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.lrus[lruOutside].Len() + st.lrus[lruSystem].Len()
+	n := st.system.lru.Len()
+	for _, h := range st.outside {
+		n += h.lru.Len()
+	}
+	return n
 }
