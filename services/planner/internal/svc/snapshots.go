@@ -102,7 +102,7 @@ type baseSnapshot struct {
 	owner  *streamSnapshots
 	holder *holder
 	elem   *list.Element
-	held  weight // its weight when put
+	held   weight // its weight when put
 	// sent are the bytes it holds of what it was sent as: the full
 	// request's (its pods' strings are views of them), and each pod
 	// upserted since (decoded alone); jobSent its Job's, decoded apart.
