@@ -295,8 +295,8 @@ func adoptedByName(cj *batchv1.CronJob, j *batchv1.Job) bool {
 }
 
 // stepsBesideTheRun are a sync's steps less those of the run it found due:
-// its creation, Forbid's JobAlreadyActive and Replace's deletions of the
-// Jobs still running or still listed as active (a reference whose UID is
+// its creation, Forbid's JobAlreadyActive, and Replace's deletions of the
+// Jobs still running or still listed as active and its failed reads (a reference whose UID is
 // an earlier Job's is replaced by name, finished or not).
 func stepsBesideTheRun(steps []string, jobs []*batchv1.Job, active []corev1.ObjectReference) []string {
 	replaced := func(name string) bool {
@@ -305,17 +305,21 @@ func stepsBesideTheRun(steps []string, jobs []*batchv1.Job, active []corev1.Obje
 	}
 	return slices.DeleteFunc(slices.Clone(steps), func(step string) bool {
 		deleted, isDelete := strings.CutPrefix(step, "delete ")
-		return strings.HasPrefix(step, "create ") || strings.HasPrefix(step, "event Normal JobAlreadyActive: ") || (isDelete && replaced(deleted))
+		return strings.HasPrefix(step, "create ") || strings.HasPrefix(step, "event Normal JobAlreadyActive: ") ||
+			strings.HasPrefix(step, "event Warning FailedGet: ") || (isDelete && replaced(deleted))
 	})
 }
 
-// runBlocked says the sync of cj found a run due whose name another's Job
-// has: it created nothing and ended without a requeue.
+// runBlocked says the sync of cj found a run due and could not start it: it
+// created nothing and ended without a requeue, on another's Job of the
+// run's name or on a Replace whose read of an active Job failed.
 func runBlocked(cj *batchv1.CronJob, jobs []*batchv1.Job, d cronDecided) bool {
-	return d.RequeueAfter == nil && len(d.Created) == 0 && slices.ContainsFunc(jobs, func(j *batchv1.Job) bool {
+	anothersOfItsName := slices.ContainsFunc(jobs, func(j *batchv1.Job) bool {
 		ref := metav1.GetControllerOf(j)
 		return strings.HasPrefix(j.Name, cj.Name+"-") && (ref == nil || ref.UID != cj.UID)
 	})
+	failedGet := slices.ContainsFunc(d.Steps, func(step string) bool { return strings.HasPrefix(step, "event Warning FailedGet: ") })
+	return d.RequeueAfter == nil && len(d.Created) == 0 && (anothersOfItsName || failedGet)
 }
 
 // runDue says the sync of cj found a run due: it created its Job,

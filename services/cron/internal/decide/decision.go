@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/services/cron/internal/schedule"
@@ -28,6 +29,9 @@ type decision struct {
 	jobs    []*batchv1.Job
 	owned   []*batchv1.Job
 	deleted []*batchv1.Job
+	// toForget are deletions planned and not yet dropped from the lists
+	// (planDelete, forgetDeleted).
+	toForget []corev1.ObjectReference
 
 	actions      []Action
 	missed       []time.Time
@@ -71,14 +75,42 @@ func (d *decision) event(eventType, reason, format string, args ...any) {
 // as the reference's deleteJob does once the deletion succeeded. The Job is
 // gone for the rest of the decision, as for the reference's later GETs.
 func (d *decision) deleteJob(ref corev1.ObjectReference, reason, explanation string) {
+	d.planDelete(ref, reason, explanation)
+	d.forgetDeleted()
+}
+
+// planDelete plans the deletion of a Job; forgetDeleted then drops the Jobs
+// planned so from the decision's state at once. A loop deleting many
+// (thousands, in a status anyone allowed to write it may fill) costs one
+// pass over the lists rather than one for each.
+func (d *decision) planDelete(ref corev1.ObjectReference, reason, explanation string) {
 	d.actions = append(d.actions, Action{Reason: reason, Explanation: explanation, Delete: &ref})
-	deleteFromActiveList(d.status(), ref.UID)
+	d.toForget = append(d.toForget, ref)
 	d.updateStatus = true
-	isRef := func(j *batchv1.Job) bool {
-		return j.Namespace == ref.Namespace && j.Name == ref.Name && j.UID == ref.UID
+}
+
+// forgetDeleted drops the Jobs planDelete planned to delete from the active
+// list (by UID), the remaining Jobs and the CronJob's own (by namespace,
+// name and UID), keeping the CronJob's own among the deleted.
+func (d *decision) forgetDeleted() {
+	if len(d.toForget) == 0 {
+		return
 	}
-	if i := slices.IndexFunc(d.owned, isRef); i >= 0 {
-		d.deleted = append(d.deleted, d.owned[i])
+	type key struct {
+		namespace, name string
+		uid             types.UID
+	}
+	uids, refs := map[types.UID]bool{}, map[key]bool{}
+	for _, ref := range d.toForget {
+		uids[ref.UID], refs[key{ref.Namespace, ref.Name, ref.UID}] = true, true
+	}
+	d.toForget = d.toForget[:0]
+	deleteAllFromActiveList(d.status(), uids)
+	isRef := func(j *batchv1.Job) bool { return refs[key{j.Namespace, j.Name, j.UID}] }
+	for _, j := range d.owned {
+		if isRef(j) {
+			d.deleted = append(d.deleted, j)
+		}
 	}
 	d.jobs = slices.DeleteFunc(d.jobs, isRef)
 	d.owned = slices.DeleteFunc(d.owned, isRef)

@@ -147,6 +147,31 @@ func inActiveListByName(status *cronapi.CronJobStatus, namespace, name string) b
 	})
 }
 
+// deleteAllFromActiveList drops the references of every UID in uids at
+// once: one pass, where dropping them one by one costs a pass each (a
+// status anyone allowed to write it may fill with thousands).
+func deleteAllFromActiveList(status *cronapi.CronJobStatus, uids map[types.UID]bool) {
+	if len(uids) == 0 {
+		return
+	}
+	active := []corev1.ObjectReference{}
+	for _, r := range status.Active {
+		if !uids[r.UID] {
+			active = append(active, r)
+		}
+	}
+	status.Active = active
+}
+
+// activeUIDs are the UIDs the active list holds.
+func activeUIDs(status *cronapi.CronJobStatus) map[types.UID]bool {
+	uids := make(map[types.UID]bool, len(status.Active))
+	for _, r := range status.Active {
+		uids[r.UID] = true
+	}
+	return uids
+}
+
 func deleteFromActiveList(status *cronapi.CronJobStatus, uid types.UID) {
 	if !inActiveList(status, uid) {
 		return // nothing to drop: the list is left as it is, not copied

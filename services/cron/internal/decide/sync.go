@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
@@ -67,10 +68,11 @@ func (d *decision) removeOldestJobs(jobs []*batchv1.Job, limit int32, kind strin
 	oldestFirst := slices.Clone(jobs)
 	slices.SortFunc(oldestFirst, byJobStartTime)
 	for _, job := range oldestFirst[:excess] {
-		d.deleteJob(jobRef(job), "HistoryLimit",
+		d.planDelete(jobRef(job), "HistoryLimit",
 			fmt.Sprintf("Job %s is one of the %d oldest %s Jobs beyond the history limit of %d.", job.Name, excess, kind, limit))
 		d.recordSuccess(job)
 	}
+	d.forgetDeleted()
 }
 
 // syncCronJob is the reference's syncCronJob.
@@ -115,8 +117,9 @@ func (d *decision) syncCronJob() {
 // here the input is already the freshest, so the report is all that is left.
 func (d *decision) reconcileOwnedJobs() {
 	status := d.status()
+	active, left := activeUIDs(status), map[types.UID]bool{}
 	for _, job := range d.owned {
-		found := inActiveList(status, job.UID)
+		found := active[job.UID] && !left[job.UID]
 		finished, condition := finishedCondition(job)
 		if !found && !finished {
 			d.event(corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", job.Name)
@@ -126,12 +129,13 @@ func (d *decision) reconcileOwnedJobs() {
 			continue
 		}
 		if found {
-			deleteFromActiveList(status, job.UID)
+			left[job.UID] = true
 			d.event(corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", job.Name, condition)
 			d.updateStatus = true
 		}
 		d.recordSuccess(job)
 	}
+	deleteAllFromActiveList(status, left)
 }
 
 // recordSuccess moves lastSuccessfulTime to a finished Job's completion
@@ -159,17 +163,24 @@ func (d *decision) recordSuccess(job *batchv1.Job) {
 // puts what its live GET found in the input) keeps the reference.
 func (d *decision) dropMissingActiveJobs() {
 	status := d.status()
-	for _, ref := range slices.Clone(status.Active) {
-		if slices.ContainsFunc(d.owned, func(j *batchv1.Job) bool { return j.UID == ref.UID }) {
-			continue
-		}
-		if slices.ContainsFunc(d.jobs, func(j *batchv1.Job) bool { return j.Namespace == ref.Namespace && j.Name == ref.Name }) {
+	owned := make(map[types.UID]bool, len(d.owned))
+	for _, j := range d.owned {
+		owned[j.UID] = true
+	}
+	remaining := make(map[types.NamespacedName]bool, len(d.jobs))
+	for _, j := range d.jobs {
+		remaining[types.NamespacedName{Namespace: j.Namespace, Name: j.Name}] = true
+	}
+	missing := map[types.UID]bool{}
+	for _, ref := range status.Active {
+		if owned[ref.UID] || remaining[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] {
 			continue
 		}
 		d.event(corev1.EventTypeNormal, "MissingJob", "Active job went missing: %v", ref.Name)
-		deleteFromActiveList(status, ref.UID)
+		missing[ref.UID] = true
 		d.updateStatus = true
 	}
+	deleteAllFromActiveList(status, missing)
 }
 
 // observedSchedule is what status.observedSchedule holds for the spec.
@@ -413,19 +424,22 @@ func (d *decision) startDue(runs []dueRun) {
 		// One at a time: later syncs start the next.
 		d.create(runs[0], JobName(d.cj.Name, runs[0].scheduled))
 	case policy == batchv1.ReplaceConcurrent:
+		remaining := d.remainingJobs()
 		for _, ref := range slices.Clone(status.Active) {
-			job, ok := d.remainingJob(ref)
+			job, ok := remaining.take(ref)
 			if !ok {
 				// The reference reads the Job of each reference's name and
 				// ends the sync when none is found: one listed twice and
 				// deleted by the first, or one whose UID is a Job of its own
 				// under another name.
+				d.forgetDeleted()
 				d.event(corev1.EventTypeWarning, "FailedGet", "Get job: jobs.batch %q not found", ref.Name)
 				d.noRequeue, d.outcome = true, fmt.Sprintf("lists Job %s as active, which is not found", ref.Name)
 				return
 			}
-			d.deleteJob(job, "Replace", fmt.Sprintf("Job %s is still running at the next scheduled start time and the concurrency policy is Replace.", ref.Name))
+			d.planDelete(job, "Replace", fmt.Sprintf("Job %s is still running at the next scheduled start time and the concurrency policy is Replace.", ref.Name))
 		}
+		d.forgetDeleted()
 		for _, run := range runs[:len(runs)-1] {
 			d.miss(run.scheduled)
 		}
@@ -437,17 +451,30 @@ func (d *decision) startDue(runs []dueRun) {
 	}
 }
 
-// remainingJob is the Job Replace deletes for an active reference: as the
-// reference, the Job its GET of the reference's namespace and name returns
-// (whose UID leaves the active list, so a reference whose UID is not that
-// Job's stays); false when no such Job remains.
-func (d *decision) remainingJob(ref corev1.ObjectReference) (corev1.ObjectReference, bool) {
+// jobsByName are the remaining Jobs by namespace and name, in their order.
+type jobsByName map[types.NamespacedName][]*batchv1.Job
+
+func (d *decision) remainingJobs() jobsByName {
+	byName := jobsByName{}
 	for _, job := range d.jobs {
-		if job.Namespace == ref.Namespace && job.Name == ref.Name {
-			return jobRef(job), true
-		}
+		key := types.NamespacedName{Namespace: job.Namespace, Name: job.Name}
+		byName[key] = append(byName[key], job)
 	}
-	return corev1.ObjectReference{}, false
+	return byName
+}
+
+// take is the Job Replace deletes for an active reference, which it takes
+// out: as the reference, the Job its GET of the reference's namespace and
+// name returns (whose UID leaves the active list, so a reference whose UID
+// is not that Job's stays); false when no such Job remains.
+func (byName jobsByName) take(ref corev1.ObjectReference) (corev1.ObjectReference, bool) {
+	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	jobs := byName[key]
+	if len(jobs) == 0 {
+		return corev1.ObjectReference{}, false
+	}
+	byName[key] = jobs[1:]
+	return jobRef(jobs[0]), true
 }
 
 // startPendingRun starts the oldest pending run when no Job was active at

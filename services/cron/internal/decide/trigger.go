@@ -5,6 +5,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
@@ -39,16 +40,19 @@ func Trigger(in Input, ignoreConcurrencyPolicy bool) (Plan, error) {
 	case policy == batchv1.ForbidConcurrent:
 		return Plan{}, fmt.Errorf("%w: concurrencyPolicy is Forbid and Job %s is active", ErrConcurrencyPolicy, active[0].Name)
 	case policy == batchv1.ReplaceConcurrent:
+		remaining, stale := d.remainingJobs(), map[types.UID]bool{}
 		for _, ref := range active {
 			// As a scheduled run's Replace: the Job of the reference's name
 			// as it is now, and a stale reference goes with it. A reference
 			// naming no Job of the CronJob's namespace deletes nothing.
-			if job, ok := d.remainingJob(ref); ok {
-				d.deleteJob(job, "Replace", fmt.Sprintf("Job %s is still running when a run is triggered and the concurrency policy is Replace.", ref.Name))
+			if job, ok := remaining.take(ref); ok {
+				d.planDelete(job, "Replace", fmt.Sprintf("Job %s is still running when a run is triggered and the concurrency policy is Replace.", ref.Name))
 			}
-			deleteFromActiveList(d.status(), ref.UID)
-			d.updateStatus = true
+			stale[ref.UID] = true
 		}
+		d.forgetDeleted()
+		deleteAllFromActiveList(d.status(), stale)
+		d.updateStatus = true
 	case cronapi.IsBuffered(policy):
 		d.enqueue([]dueRun{run}, policy == cronapi.BufferOne)
 		return d.manualPlan(fmt.Sprintf("queues the run triggered at %s while Job %s is active", d.now.UTC().Format(time.RFC3339), active[0].Name)), nil
