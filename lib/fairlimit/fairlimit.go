@@ -6,13 +6,13 @@
 // another tenant runs; here the next token goes to the namespace whose turn
 // it is (fairorder.Order: the executor's work queue's order, with the same weights),
 // and within it to its Jobs with requests waiting in turn. Requests made for
-// no Job (the orphan pods' cleanup, leader election, the informers) share a
-// lane of their own, served as one more namespace. Events have a lane of
-// their own too (EventsLane), served once in eventsEvery tokens while others
-// wait: as the reference's single event-writing goroutine gets a small share
-// of a busy controller's budget, events trail a burst instead of slowing it,
-// and never keep leader election waiting. The total rate (QPS and burst) is
-// the same as client-go's.
+// no Job (the informers') share a lane of their own, served as one more
+// namespace; leader election has a client and a limiter of its own
+// (leader.ClientFor). Events have a lane of their own too (EventsLane),
+// served once in eventsEvery tokens while others wait: as the reference's
+// single event-writing goroutine gets a small share of a busy controller's
+// budget, events trail a burst instead of slowing it. The total rate (QPS
+// and burst) is the same as client-go's.
 package fairlimit
 
 import (

@@ -67,24 +67,25 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 	// turns, each holding the lock until its cluster is deleted.
 	release := lockMachineWide(tb, "kwok-cluster", clusterLockWait)
 	tb.Cleanup(release)
-	// kwokctl picks its ports by probing; clusters created at the same time
-	// by parallel test binaries could pick the same ones.
-	unlock := lockMachineWide(tb, "kwokctl-create", lockWait)
-	kwokctl("create", "cluster", "-c", kwokctlConfig(tb, root, workdir, o), "--runtime", "binary",
-		"--etcd-binary", filepath.Join(bin, "etcd"),
-		"--kube-apiserver-binary", filepath.Join(bin, "kube-apiserver"),
-		"--kube-controller-manager-binary", filepath.Join(bin, "kube-controller-manager"),
-		"--kube-scheduler-binary", filepath.Join(bin, "kube-scheduler"),
-		"--kwok-controller-binary", filepath.Join(bin, "kwok"),
-		"--kubeconfig", kubeconfig, "--wait", "2m")
-	unlock()
+	// Deleted however far its creation got; the logs, registered after the
+	// deletion so that they are shown before it (it removes them), too.
 	tb.Cleanup(func() { kwokctl("delete", "cluster") })
-	// Registered after the deletion so that it runs before it: deleting
-	// the cluster removes its logs.
 	showLogsOnFailure(tb, func() []string {
 		logs, _ := filepath.Glob(filepath.Join(workdir, "clusters", name, "logs", "*.log"))
 		return logs
 	})
+	func() {
+		// kwokctl picks its ports by probing; clusters created at the same
+		// time by parallel test binaries could pick the same ones.
+		defer lockMachineWide(tb, "kwokctl-create", lockWait)()
+		kwokctl("create", "cluster", "-c", kwokctlConfig(tb, root, workdir, o), "--runtime", "binary",
+			"--etcd-binary", filepath.Join(bin, "etcd"),
+			"--kube-apiserver-binary", filepath.Join(bin, "kube-apiserver"),
+			"--kube-controller-manager-binary", filepath.Join(bin, "kube-controller-manager"),
+			"--kube-scheduler-binary", filepath.Join(bin, "kube-scheduler"),
+			"--kwok-controller-binary", filepath.Join(bin, "kwok"),
+			"--kubeconfig", kubeconfig, "--wait", "2m")
+	}()
 	// Nodes become Ready only once their stages exist.
 	kubectl := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig,
 		"apply", "-f", filepath.Join(root, "hack", "kwok", "stages"))

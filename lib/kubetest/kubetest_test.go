@@ -102,7 +102,8 @@ func showDefaultNamespaceOnFailure(t *testing.T, client kubernetes.Interface) {
 		if !t.Failed() {
 			return
 		}
-		ctx := context.Background()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		if jobs, err := client.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{}); err == nil {
 			for _, j := range jobs.Items {
 				t.Logf("job %s: %+v", j.Name, j.Status)

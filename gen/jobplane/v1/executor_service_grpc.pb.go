@@ -164,7 +164,10 @@ type ExecutorServiceClient interface {
 	//
 	// Errors: INVALID_ARGUMENT for a bad label selector; OUT_OF_RANGE when the
 	// resourceVersion to resume from is too old (list again with ListJobs or
-	// watch from the current state); UNAVAILABLE when the API server cannot be
+	// watch from the current state), or when the current state, listed 500
+	// Jobs a page, could not be read to its end at one version (a client
+	// reading it for minutes): discard the ADDED events received and watch
+	// from the current state again; UNAVAILABLE when the API server cannot be
 	// reached; RESOURCE_EXHAUSTED with RetryInfo when the caller has its
 	// streams open already (TOO_MANY_STREAMS), or holds more of its priority
 	// level's streams than another caller that needs one (STREAM_PREEMPTED):
@@ -411,7 +414,10 @@ type ExecutorServiceServer interface {
 	//
 	// Errors: INVALID_ARGUMENT for a bad label selector; OUT_OF_RANGE when the
 	// resourceVersion to resume from is too old (list again with ListJobs or
-	// watch from the current state); UNAVAILABLE when the API server cannot be
+	// watch from the current state), or when the current state, listed 500
+	// Jobs a page, could not be read to its end at one version (a client
+	// reading it for minutes): discard the ADDED events received and watch
+	// from the current state again; UNAVAILABLE when the API server cannot be
 	// reached; RESOURCE_EXHAUSTED with RetryInfo when the caller has its
 	// streams open already (TOO_MANY_STREAMS), or holds more of its priority
 	// level's streams than another caller that needs one (STREAM_PREEMPTED):

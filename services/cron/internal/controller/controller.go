@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -271,6 +270,9 @@ func (c *Controller) sync(ctx context.Context, key string) (*time.Duration, erro
 	if out.err != nil {
 		return nil, out.err
 	}
+	if len(in.Unread) > 0 {
+		return nil, fmt.Errorf("CronJob %s: %d %w", key, len(in.Unread), errUnread)
+	}
 	if out.stop {
 		return nil, nil
 	}
@@ -324,33 +326,53 @@ func (c *Controller) input(ctx context.Context, cronJob *cronapi.CronJob) (decid
 		cronJob = fresh
 	}
 	jobs := owned
-	var readLive []string
+	ownedUIDs := uidsOf(owned)
+	read := map[string]bool{}
+	var unread map[types.NamespacedName]bool
 	for _, ref := range cronJob.Status.Active {
-		if containsUID(owned, ref.UID) || ref.Namespace != cronJob.Namespace || slices.Contains(readLive, ref.Name) {
+		if ownedUIDs[ref.UID] || ref.Namespace != cronJob.Namespace || read[ref.Name] {
 			continue // read once; another namespace's Job is never the CronJob's
 		}
-		if len(readLive) == maxLiveReads {
+		if len(read) == maxLiveReads {
 			// A status anyone allowed to write it may fill: each such
-			// reference costs a read of the API budget every tenant shares.
-			return decide.Input{}, fmt.Errorf("CronJob %s/%s lists more than %d active Jobs it does not control", cronJob.Namespace, cronJob.Name, maxLiveReads)
+			// reference costs a read of the API budget every tenant
+			// shares. The rest are read in the next syncs.
+			if unread == nil {
+				unread = map[types.NamespacedName]bool{}
+			}
+			unread[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] = true
+			continue
 		}
-		readLive = append(readLive, ref.Name)
+		read[ref.Name] = true
 		job, err := c.cfg.Kube.BatchV1().Jobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return decide.Input{}, err
-		default:
+		case !ownedUIDs[job.UID]:
 			jobs = append(jobs, job)
 		}
 	}
-	return decide.Input{CronJob: cronJob, Jobs: jobs, Now: c.cfg.Clock.Now(), Local: c.cfg.Local}, nil
+	return decide.Input{CronJob: cronJob, Jobs: jobs, Now: c.cfg.Clock.Now(), Local: c.cfg.Local, Unread: unread}, nil
 }
 
 // maxLiveReads bounds the Jobs one sync reads from the API server: the
 // active references whose Job the CronJob does not control (by UID), each
 // looked up by name, as the reference does, before it is called missing.
+// Those beyond are left for the next syncs (decide.Input.Unread).
 const maxLiveReads = 32
+
+// errUnread fails a sync that left active Jobs unread, so that the next,
+// with the queue's backoff, reads them.
+var errUnread = errors.New("active Jobs left to read")
+
+func uidsOf(jobs []*batchv1.Job) map[types.UID]bool {
+	uids := make(map[types.UID]bool, len(jobs))
+	for _, job := range jobs {
+		uids[job.UID] = true
+	}
+	return uids
+}
 
 // ownedJobs are the cached Jobs of the CronJob's namespace whose controller
 // is the CronJob (by UID).
@@ -372,27 +394,12 @@ func (c *Controller) ownedJobs(cronJob *cronapi.CronJob) ([]*batchv1.Job, error)
 // the CronJob's active list: the CronJob in the cache may be older than the
 // Job.
 func hasUnlistedActiveJob(cronJob *cronapi.CronJob, owned []*batchv1.Job) bool {
-	for _, job := range owned {
-		if isFinished(job) {
-			continue
-		}
-		listed := false
-		for _, ref := range cronJob.Status.Active {
-			if ref.UID == job.UID {
-				listed = true
-				break
-			}
-		}
-		if !listed {
-			return true
-		}
+	listed := make(map[types.UID]bool, len(cronJob.Status.Active))
+	for _, ref := range cronJob.Status.Active {
+		listed[ref.UID] = true
 	}
-	return false
-}
-
-func containsUID(jobs []*batchv1.Job, uid types.UID) bool {
-	for _, job := range jobs {
-		if job.UID == uid {
+	for _, job := range owned {
+		if !isFinished(job) && !listed[job.UID] {
 			return true
 		}
 	}

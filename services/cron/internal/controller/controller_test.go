@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -425,8 +426,10 @@ func TestActiveReferencesIntoAnotherNamespaceReachNothingThere(t *testing.T) {
 }
 
 // A status listing many Jobs the CronJob does not control costs at most
-// maxLiveReads reads of the API a sync, each name once; beyond, the sync
-// fails (and is retried with backoff) rather than reading on.
+// maxLiveReads reads of the API a sync, each name once; the rest are kept
+// listed, and read in the next syncs (the sync fails, to be retried with
+// backoff), until every missing one is dropped. Meanwhile no run starts,
+// and a trigger is refused for a retry.
 func TestActiveReferencesAreReadLiveAFewAtMost(t *testing.T) {
 	for _, refs := range []int{40, 400} {
 		cj := everyMinute("cj")
@@ -435,17 +438,42 @@ func TestActiveReferencesAreReadLiveAFewAtMost(t *testing.T) {
 			cj.Status.Active = append(cj.Status.Active, corev1.ObjectReference{Kind: "Job", APIVersion: "batch/v1", Namespace: testNamespace, Name: name, UID: types.UID(fmt.Sprintf("uid-%d", i))})
 		}
 		f := newFixture(t, cj)
-		f.kube.ClearActions()
-		f.clock.SetTime(testCreated.Add(20 * time.Second))
-		_, err := f.sync("cj")
-		gets := 0
-		for _, a := range f.kube.Actions() {
-			if a.GetVerb() == "get" && a.GetResource().Resource == "jobs" {
-				gets++
+		f.clock.SetTime(minute.Add(100 * time.Millisecond))
+		if refs/2 > maxLiveReads {
+			if _, err := f.c.Trigger(context.Background(), cronapi.APIVersion, testNamespace, "cj", false); status.Code(err) != codes.Unavailable {
+				t.Errorf("%d references: Trigger %v, want UNAVAILABLE until they are read", refs, err)
 			}
 		}
-		if wantErr := refs/2 > 32; (err != nil) != wantErr || gets > 32 {
-			t.Errorf("%d references to %d names: %d reads, error %v", refs, refs/2, gets, err)
+		syncs := 0
+		for ; syncs < 20; syncs++ {
+			f.kube.ClearActions()
+			_, err := f.sync("cj")
+			gets := 0
+			for _, a := range f.kube.Actions() {
+				if a.GetVerb() == "get" && a.GetResource().Resource == "jobs" {
+					gets++
+				}
+			}
+			if gets > maxLiveReads {
+				t.Errorf("%d references: a sync read %d Jobs live", refs, gets)
+			}
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errUnread) {
+				t.Fatal(err)
+			}
+			if len(f.executor.submitted) != 0 {
+				t.Fatalf("%d references: a run started while active Jobs were unread", refs)
+			}
+		}
+		if want := (refs/2 + maxLiveReads - 1) / maxLiveReads; syncs+1 != want {
+			t.Errorf("%d references to %d names: %d syncs, want %d", refs, refs/2, syncs+1, want)
+		}
+		for _, ref := range f.cronJob("cj").Status.Active {
+			if strings.HasPrefix(ref.Name, "gone-") {
+				t.Errorf("%d references: %s still active after the syncs", refs, ref.Name)
+			}
 		}
 	}
 }

@@ -115,6 +115,11 @@ func (c *Controller) lockedInput(ctx context.Context, apiVersion, namespace, nam
 		unlock()
 		return decide.Input{}, nil, apierr.FromKube(err)
 	}
+	if len(in.Unread) > 0 {
+		unlock()
+		return decide.Input{}, nil, apierr.New(codes.Unavailable, "ACTIVE_JOBS_UNREAD", nil,
+			"CronJob %s/%s lists more active Jobs than one sync reads (%d); its syncs read them: retry", namespace, name, maxLiveReads)
+	}
 	return in, unlock, nil
 }
 

@@ -71,18 +71,12 @@ func (d *decision) event(eventType, reason, format string, args ...any) {
 	})
 }
 
-// deleteJob plans the deletion of a Job and drops it from the active list,
-// as the reference's deleteJob does once the deletion succeeded. The Job is
-// gone for the rest of the decision, as for the reference's later GETs.
-func (d *decision) deleteJob(ref corev1.ObjectReference, reason, explanation string) {
-	d.planDelete(ref, reason, explanation)
-	d.forgetDeleted()
-}
-
-// planDelete plans the deletion of a Job; forgetDeleted then drops the Jobs
-// planned so from the decision's state at once. A loop deleting many
-// (thousands, in a status anyone allowed to write it may fill) costs one
-// pass over the lists rather than one for each.
+// planDelete plans the deletion of a Job; forgetDeleted then drops it from
+// the active list, as the reference's deleteJob does once the deletion
+// succeeded, and the Job is gone for the rest of the decision, as for the
+// reference's later GETs. Dropped together, many deletions (thousands, in a
+// status anyone allowed to write it may fill) cost one pass over the lists
+// rather than one each.
 func (d *decision) planDelete(ref corev1.ObjectReference, reason, explanation string) {
 	d.actions = append(d.actions, Action{Reason: reason, Explanation: explanation, Delete: &ref})
 	d.toForget = append(d.toForget, ref)

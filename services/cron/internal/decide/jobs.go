@@ -137,10 +137,6 @@ func findJob(jobs []*batchv1.Job, name string) *batchv1.Job {
 	return nil
 }
 
-func inActiveList(status *cronapi.CronJobStatus, uid types.UID) bool {
-	return slices.ContainsFunc(status.Active, func(r corev1.ObjectReference) bool { return r.UID == uid })
-}
-
 func inActiveListByName(status *cronapi.CronJobStatus, namespace, name string) bool {
 	return slices.ContainsFunc(status.Active, func(r corev1.ObjectReference) bool {
 		return r.Name == name && r.Namespace == namespace
@@ -151,8 +147,8 @@ func inActiveListByName(status *cronapi.CronJobStatus, namespace, name string) b
 // once: one pass, where dropping them one by one costs a pass each (a
 // status anyone allowed to write it may fill with thousands).
 func deleteAllFromActiveList(status *cronapi.CronJobStatus, uids map[types.UID]bool) {
-	if len(uids) == 0 {
-		return
+	if !slices.ContainsFunc(status.Active, func(r corev1.ObjectReference) bool { return uids[r.UID] }) {
+		return // nothing to drop: the list is left as it is, not copied
 	}
 	active := []corev1.ObjectReference{}
 	for _, r := range status.Active {
@@ -170,19 +166,6 @@ func activeUIDs(status *cronapi.CronJobStatus) map[types.UID]bool {
 		uids[r.UID] = true
 	}
 	return uids
-}
-
-func deleteFromActiveList(status *cronapi.CronJobStatus, uid types.UID) {
-	if !inActiveList(status, uid) {
-		return // nothing to drop: the list is left as it is, not copied
-	}
-	active := []corev1.ObjectReference{}
-	for _, r := range status.Active {
-		if r.UID != uid {
-			active = append(active, r)
-		}
-	}
-	status.Active = active
 }
 
 // ownerKind is the kind the Jobs' controller reference names: the CronJob's

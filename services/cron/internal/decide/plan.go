@@ -16,6 +16,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
 )
@@ -32,6 +33,11 @@ type Input struct {
 	// Local is the zone of a CronJob without spec.timeZone (the service's
 	// own, as the reference uses kube-controller-manager's).
 	Local *time.Location
+	// Unread are active Jobs (namespace and name) the performer has not
+	// looked up this sync (it reads a few live a sync): kept listed as
+	// they are, and no run starts while any is listed, since each may be
+	// running. The performer syncs again soon.
+	Unread map[types.NamespacedName]bool
 }
 
 // Plan is what a sync decides. The performer runs the actions in order

@@ -102,6 +102,12 @@ func (d *decision) syncCronJob() {
 		return
 	}
 	d.sched = &sched
+	if len(d.in.Unread) > 0 {
+		// Active Jobs the performer has not read yet may be running: due
+		// runs wait for the next sync, which reads them.
+		d.outcome = "waits for its active Jobs to be read"
+		return
+	}
 	activeBefore := len(d.status().Active) > 0
 	if d.cj.CatchUpPolicyOf() == cronapi.CatchUpAll {
 		d.catchUpAll()
@@ -173,7 +179,8 @@ func (d *decision) dropMissingActiveJobs() {
 	}
 	missing := map[types.UID]bool{}
 	for _, ref := range status.Active {
-		if owned[ref.UID] || remaining[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] {
+		key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+		if owned[ref.UID] || remaining[key] || d.in.Unread[key] {
 			continue
 		}
 		d.event(corev1.EventTypeNormal, "MissingJob", "Active job went missing: %v", ref.Name)
@@ -466,14 +473,15 @@ func (d *decision) remainingJobs() jobsByName {
 // take is the Job Replace deletes for an active reference, which it takes
 // out: as the reference, the Job its GET of the reference's namespace and
 // name returns (whose UID leaves the active list, so a reference whose UID
-// is not that Job's stays); false when no such Job remains.
+// is not that Job's stays); false when no such Job remains, as for a second
+// reference of a name whose Job was taken.
 func (byName jobsByName) take(ref corev1.ObjectReference) (corev1.ObjectReference, bool) {
 	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 	jobs := byName[key]
 	if len(jobs) == 0 {
 		return corev1.ObjectReference{}, false
 	}
-	byName[key] = jobs[1:]
+	delete(byName, key)
 	return jobRef(jobs[0]), true
 }
 

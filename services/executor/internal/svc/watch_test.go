@@ -172,6 +172,30 @@ func TestWatchJobsSendsTheCurrentStateAPageAtATime(t *testing.T) {
 	equal(t, "list continues", continues, []string{"", "ns-1/job-0295", "ns-2/job-0593"})
 }
 
+// A last page holding only another controller's Job: the held-back Job of
+// the page before carries the list's version.
+func TestWatchJobsEndsTheCurrentStateOnAPageOfNoneOfItsJobs(t *testing.T) {
+	var jobs []runtime.Object
+	for i := range 500 {
+		jobs = append(jobs, job("a", fmt.Sprintf("job-%03d", i)))
+	}
+	jobs = append(jobs, job("z", "theirs", managedByOther))
+	f := newFixture(t, jobs...)
+	serveWatches(f, "100")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := f.api.WatchJobs(ctx, &jobplanev1.WatchJobsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		e := recv(t, stream)
+		if want := map[bool]string{true: "100"}[i == 499]; e.resourceVersion != want {
+			t.Fatalf("event %d %v: resource version %q, want %q", i, e, e.resourceVersion, want)
+		}
+	}
+}
+
 func TestWatchJobsResumesFromAResourceVersion(t *testing.T) {
 	f := newFixture(t, job("a", "one"))
 	watches := serveWatches(f, "100")

@@ -51,8 +51,9 @@ const (
 // theirs, and never evict one, so that a caller sending heavy snapshots
 // cannot make the executor resend its Jobs in full. Among outside callers,
 // the tenant holding the largest share of the bounds loses its least
-// recently used snapshot first, so that one tenant's flood of snapshots
-// evicts its own, not another's.
+// recently used snapshot first, so that a tenant flooding the store evicts
+// its own once it holds the most, and a tenant holding a small share keeps
+// its snapshots.
 type snapshotStore struct {
 	maxPods  int
 	maxBytes int64
@@ -300,9 +301,10 @@ func (s *streamSnapshots) take(jobUID string) *baseSnapshot {
 	return b
 }
 
-// put keeps b as the stream's snapshot of its Job, evicting the least
-// recently used snapshots beyond the bound, outside callers' first (a
-// snapshot of theirs evicts none of the system level's); a snapshot that
+// put keeps b as the stream's snapshot of its Job, evicting snapshots
+// beyond the bound: the least recently used of the outside tenant holding
+// the largest share first, the system level's only for the system level's
+// (a snapshot of an outside caller's evicts none of them); a snapshot that
 // does not fit so is not kept (false), and disposed of.
 func (s *streamSnapshots) put(b *baseSnapshot) (kept bool) {
 	kept = true
