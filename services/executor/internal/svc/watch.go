@@ -29,7 +29,10 @@ func (s *ExecutorService) WatchJobs(req *jobplanev1.WatchJobsRequest, stream job
 	if err := apierr.Invalid("invalid WatchJobs request", errs); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(stream.Context())
+	// The namespace's lane of the fair limiter (one lane for the cluster
+	// scope's), not the lane of unkeyed requests: a caller's streams, each
+	// listing again as it opens, would queue there.
+	ctx, cancel := context.WithCancel(fairlimit.WithLane(stream.Context(), watchLane(req.GetNamespace())))
 	defer cancel()
 	if done := s.cfg.Done; done != nil {
 		go func() {
@@ -40,10 +43,6 @@ func (s *ExecutorService) WatchJobs(req *jobplanev1.WatchJobsRequest, stream job
 			}
 		}()
 	}
-	// The namespace's lane of the fair limiter (one lane for the cluster
-	// scope's), not the lane of unkeyed requests: a caller's streams, each
-	// listing again as it opens, would queue there.
-	ctx = fairlimit.WithLane(ctx, watchLane(req.GetNamespace()))
 	w := &jobWatch{
 		s:        s,
 		stream:   stream,
