@@ -70,7 +70,7 @@ func TestTheCronServiceAgreesWithTheReference(t *testing.T) {
 		if diff == "" {
 			continue
 		}
-		if fault := referenceFault(t, cj, jobs, now, want, got); fault != "" {
+		if fault := referenceFault(t, cj, jobs, jobs, now, want, got); fault != "" {
 			seen["the reference's fault: "+fault]++
 			continue
 		}
@@ -183,8 +183,10 @@ func cronServiceSync(t *testing.T, client jobplanev1.CronServiceClient, cj *batc
 
 // referenceFault names the fault of the reference's, listed in the
 // contract, that explains why got differs from want; "" if none does. Only
-// what the fault changes is set aside: the rest must still agree.
-func referenceFault(t *testing.T, cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time, want, got cronDecided) string {
+// what the fault changes is set aside: the rest must still agree. jobs are
+// the Jobs the reference sees, api those its API holds (another's Job of a
+// run's name among them, though out of its sight).
+func referenceFault(t *testing.T, cj *batchv1.CronJob, jobs, api []*batchv1.Job, now time.Time, want, got cronDecided) string {
 	if here := slices.DeleteFunc(slices.Clone(jobs), func(j *batchv1.Job) bool { return j.Namespace != cj.Namespace }); len(here) < len(jobs) {
 		// cronjob.proto, CronJobStatus.active: a reference into another
 		// namespace is missing for jobplane; the reference keeps it while
@@ -210,7 +212,7 @@ func referenceFault(t *testing.T, cj *batchv1.CronJob, jobs []*batchv1.Job, now 
 	}
 	if every, ok := strings.CutPrefix(cj.Spec.Schedule, "@every "); ok && cj.Spec.StartingDeadlineSeconds != nil {
 		interval, err := time.ParseDuration(every)
-		if err == nil && time.Duration(*cj.Spec.StartingDeadlineSeconds)*time.Second < interval && !runDue(cj, want) && (runDue(cj, got) || runBlocked(cj, jobs, got)) &&
+		if err == nil && time.Duration(*cj.Spec.StartingDeadlineSeconds)*time.Second < interval && !runDue(cj, want) && (runDue(cj, got) || runBlocked(cj, api, got)) &&
 			slices.Equal(stepsBesideTheRun(want.Steps, jobs, want.Status.Active), stepsBesideTheRun(got.Steps, jobs, want.Status.Active)) &&
 			want.Status.LastSuccessfulTime.Equal(got.Status.LastSuccessfulTime) {
 			// cronjob.proto, starting_deadline_seconds: the reference counts
@@ -257,7 +259,7 @@ func decidedWithout(t *testing.T, cj *batchv1.CronJob, api, listed []*batchv1.Jo
 	if cmp.Equal(alone, got, cmpopts.EquateEmpty()) {
 		return fault
 	}
-	if other := referenceFault(t, cj, listed, now, alone, got); other != "" {
+	if other := referenceFault(t, cj, listed, api, now, alone, got); other != "" {
 		return fault + ", and " + other
 	}
 	return ""
