@@ -133,6 +133,21 @@ func TestWatchJobsStartsWithTheCurrentStateThenFollowsAcrossReconnects(t *testin
 	equal(t, "API actions", f.actions(), []string{"list jobs", "watch jobs", "watch jobs"})
 }
 
+// watchingAll is a WatchJobs stream of every namespace over jobs, listed
+// at resourceVersion 100 as the API server pages them.
+func watchingAll(t *testing.T, jobs ...runtime.Object) (*fixture, jobplanev1.ExecutorService_WatchJobsClient) {
+	t.Helper()
+	f := newFixture(t, jobs...)
+	serveWatches(f, "100")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	stream, err := f.api.WatchJobs(ctx, &jobplanev1.WatchJobsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, stream
+}
+
 func TestWatchJobsSendsTheCurrentStateAPageAtATime(t *testing.T) {
 	var jobs []runtime.Object
 	for i := range 1203 {
@@ -142,14 +157,7 @@ func TestWatchJobsSendsTheCurrentStateAPageAtATime(t *testing.T) {
 		}
 		jobs = append(jobs, j)
 	}
-	f := newFixture(t, jobs...)
-	serveWatches(f, "100")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	stream, err := f.api.WatchJobs(ctx, &jobplanev1.WatchJobsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, stream := watchingAll(t, jobs...)
 	var sent []string
 	for range 1203 - 12 {
 		e := recv(t, stream)
@@ -180,14 +188,7 @@ func TestWatchJobsEndsTheCurrentStateOnAPageOfNoneOfItsJobs(t *testing.T) {
 		jobs = append(jobs, job("a", fmt.Sprintf("job-%03d", i)))
 	}
 	jobs = append(jobs, job("z", "theirs", managedByOther))
-	f := newFixture(t, jobs...)
-	serveWatches(f, "100")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	stream, err := f.api.WatchJobs(ctx, &jobplanev1.WatchJobsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, stream := watchingAll(t, jobs...)
 	for i := range 500 {
 		e := recv(t, stream)
 		if want := map[bool]string{true: "100"}[i == 499]; e.resourceVersion != want {
