@@ -60,6 +60,17 @@ func LaneOf(ctx context.Context) string {
 	return KeyOf(ctx)
 }
 
+// NamespaceLane is the lane of requests made for a namespace as a whole (a
+// list, a watch): "namespace/", taking that namespace's turns; for all
+// namespaces (""), a lane of its own, of no namespace (a namespace is a DNS
+// label, without dots).
+func NamespaceLane(namespace string) string {
+	if namespace == "" {
+		return "jobplane.dev/all-namespaces/"
+	}
+	return namespace + "/"
+}
+
 // EventsLane is the lane of the events' requests (WithLane). It is the lane
 // of no namespace: a namespace is a DNS label, without dots.
 const EventsLane = "jobplane.dev/events"

@@ -1,7 +1,7 @@
 // Package fairorder is the order in which keys "namespace/name" are served
 // fairly: between namespaces (tenants) first, then first in first out within
-// a namespace. The executor's work queue (fairqueue) and the fair API budgets
-// (fairlimit) take their turns from it.
+// a namespace. The executor's and cron's work queues (fairqueue) and their
+// fair API budgets (fairlimit) take their turns from it.
 //
 // The order is start-time fair queuing (Goyal, Vin and Cheng, SIGCOMM 1996)
 // with every turn the same size, as stride scheduling: each namespace with

@@ -17,10 +17,13 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/auth"
 	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/fairlimit"
+	"github.com/jobplane/jobplane/lib/fairorder"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/leader"
 	"github.com/jobplane/jobplane/lib/retryinfo"
@@ -37,7 +40,10 @@ type config struct {
 	workers           int
 	qps               float64
 	burst             int
-	lease             leader.Flags
+	// namespaceWeights are the namespaces' shares of the workers' turns and
+	// of the API budget.
+	namespaceWeights fairorder.Weights
+	lease            leader.Flags
 	// dropIn runs batch/v1 CronJobs in place of the built-in CronJob
 	// controller.
 	dropIn bool
@@ -53,6 +59,7 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "workers", 5, "CronJobs synced at once")
 	fs.Float64Var(&c.qps, "kube-api-qps", 20, "Kubernetes API requests per second")
 	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
+	fs.Var(&c.namespaceWeights, "namespace-weights", "namespaces' shares of the workers' turns and of the Kubernetes API budget, as team-a=4,team-b=2 (weights 1 to 1000); a namespace not listed has weight 1")
 	fs.BoolVar(&c.dropIn, "drop-in", false, "run batch/v1 CronJobs too, in place of kube-controller-manager's CronJob controller (run it with --controllers=*,-cronjob-controller): their Jobs owned by them, their status in batch/v1's status, jobplane's extensions from annotations under cron.jobplane.dev/, events from cronjob-controller and the reference's cronjob_controller_* metrics")
 	fs.BoolVar(&c.customCronJobs, "jobplane-cronjobs", true, "run jobplane's CronJobs (cronjobs.jobplane.dev); false, with -drop-in, where the custom resource is not installed")
 	c.lease.Register(fs, "jobplane-cron")
@@ -119,11 +126,11 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	restCfg.UserAgent = "jobplane-cron"
 	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
 	restCfg.Wrap(metrics.Transport)
-	kube, err := kubernetes.NewForConfig(restCfg)
+	kube, err := kubernetes.NewForConfig(fairBudget(restCfg, cfg))
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := dynamic.NewForConfig(fairBudget(restCfg, cfg))
 	if err != nil {
 		return err
 	}
@@ -140,7 +147,7 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	}
 	ctrl, err := controller.New(controller.Config{
 		Kube: kube, Informers: jobInformers, CronJobs: cronJobs, CronJobInformers: cronJobInformers,
-		DropIn: cfg.dropIn, EventSource: cfg.eventSource(),
+		DropIn: cfg.dropIn, EventSource: cfg.eventSource(), NamespaceWeights: cfg.namespaceWeights,
 		Executor: jobplanev1.NewExecutorServiceClient(conn), Local: time.Local, Log: log, Metrics: metrics,
 	})
 	if err != nil {
@@ -185,6 +192,16 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 		return nil
 	})
 	return nil
+}
+
+// fairBudget is restCfg with an API budget of its own (as client-go gives
+// each client), shared fairly between namespaces then CronJobs
+// (fairlimit): a namespace whose CronJobs are all due at once takes its turns
+// beside another's one CronJob instead of before it.
+func fairBudget(restCfg *rest.Config, cfg config) *rest.Config {
+	c := rest.CopyConfig(restCfg)
+	c.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst, cfg.namespaceWeights)
+	return c
 }
 
 // executorConn is the connection to the executor: TLS when a CA is given,

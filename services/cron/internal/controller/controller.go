@@ -1,5 +1,7 @@
 // Package controller is the cron service's control loop: informers on
-// jobplane CronJobs and on the Jobs they own, a delaying workqueue, workers
+// jobplane CronJobs and on the Jobs they own, a delaying workqueue fair
+// between namespaces (fairqueue; its API requests queue for the API budget
+// in the same order, fairlimit), workers
 // that ask the pure decision (package decide) what a sync does and perform
 // it, handing every run to the executor (SubmitJob) and every deletion too
 // (DeleteJob).
@@ -26,7 +28,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -34,6 +35,9 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/fairlimit"
+	"github.com/jobplane/jobplane/lib/fairorder"
+	"github.com/jobplane/jobplane/lib/fairqueue"
 	"github.com/jobplane/jobplane/lib/keyedmutex"
 	"github.com/jobplane/jobplane/services/cron/internal/batchcron"
 	"github.com/jobplane/jobplane/services/cron/internal/decide"
@@ -78,10 +82,13 @@ type Config struct {
 	// Executor receives every run (SubmitJob) and deletion (DeleteJob).
 	Executor jobplanev1.ExecutorServiceClient
 	// Local is the zone of a CronJob without spec.timeZone.
-	Local   *time.Location
-	Clock   clock.WithTicker
-	Log     *slog.Logger
-	Metrics *Metrics
+	Local *time.Location
+	// NamespaceWeights are the namespaces' shares of the workers' turns;
+	// nil: all equal.
+	NamespaceWeights fairorder.Shares
+	Clock            clock.WithTicker
+	Log              *slog.Logger
+	Metrics          *Metrics
 }
 
 // Controller runs jobplane CronJobs.
@@ -127,9 +134,9 @@ func New(cfg Config) (*Controller, error) {
 		log:   cfg.Log,
 		kinds: map[string]cronJobKind{},
 		jobs:  jobInformer.GetIndexer(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+		queue: fairqueue.New(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetry, maxRetry),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "jobplane_cronjob", Clock: cfg.Clock}),
+			fairqueue.Config{Name: "jobplane_cronjob", Clock: cfg.Clock, Weights: cfg.NamespaceWeights}),
 		events:   broadcaster,
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: cfg.EventSource}),
 		metrics:  cfg.Metrics,
@@ -184,7 +191,7 @@ func (c *Controller) HasSynced() bool {
 // every worker has given back the CronJob in hand.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
-	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Kube.CoreV1().Events("")})
+	c.events.StartRecordingToSink(fairlimit.EventSink{Events: c.cfg.Kube.CoreV1().Events("")})
 	defer c.events.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return errors.New("the CronJob and Job caches did not sync")
@@ -235,6 +242,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 func (c *Controller) sync(ctx context.Context, key string) (*time.Duration, error) {
 	unlock := c.syncing.Lock(key)
 	defer unlock()
+	ctx = fairlimit.WithLane(ctx, key)
 	start := c.cfg.Clock.Now()
 	apiVersion, ns, name, err := splitCronJobKey(key)
 	if err != nil {

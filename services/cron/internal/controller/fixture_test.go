@@ -28,6 +28,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 )
 
@@ -186,7 +187,9 @@ type fakeExecutor struct {
 	submitErr error
 	deleteErr error
 	submitted []string
-	deleted   []string
+	// lanes are the API budget's lanes the submissions were made in.
+	lanes   []string
+	deleted []string
 }
 
 func (e *fakeExecutor) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJobRequest, _ ...grpc.CallOption) (*jobplanev1.SubmitJobResponse, error) {
@@ -210,6 +213,7 @@ func (e *fakeExecutor) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJobR
 	e.f.putJob(job)
 	e.mu.Lock()
 	e.submitted = append(e.submitted, job.Name)
+	e.lanes = append(e.lanes, fairlimit.LaneOf(ctx))
 	e.mu.Unlock()
 	out, _ := kubeconv.JobFromKube(job)
 	return &jobplanev1.SubmitJobResponse{Job: out, Created: true}, nil

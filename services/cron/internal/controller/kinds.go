@@ -42,19 +42,22 @@ type cronJobKind interface {
 }
 
 // cronJobKey is the work queue's key of a CronJob: namespace/name for
-// jobplane's, batch/v1:namespace/name for batch/v1's (both kinds may have a
-// CronJob of the same name).
+// jobplane's, namespace/name:batch/v1 for batch/v1's (both kinds may have a
+// CronJob of the same name; a name has no colon). The namespace leads, for
+// the queue and the API budget take turns by what is before the first slash.
 func cronJobKey(apiVersion, namespace, name string) string {
 	if apiVersion == batchcron.APIVersion {
-		return batchcron.APIVersion + ":" + namespace + "/" + name
+		return namespace + "/" + name + batchKeySuffix
 	}
 	return namespace + "/" + name
 }
 
+var batchKeySuffix = ":" + batchcron.APIVersion
+
 // splitCronJobKey is cronJobKey's inverse.
 func splitCronJobKey(key string) (apiVersion, namespace, name string, err error) {
 	apiVersion = cronapi.APIVersion
-	if rest, ok := strings.CutPrefix(key, batchcron.APIVersion+":"); ok {
+	if rest, ok := strings.CutSuffix(key, batchKeySuffix); ok {
 		apiVersion, key = batchcron.APIVersion, rest
 	}
 	namespace, name, err = cache.SplitMetaNamespaceKey(key)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/fairorder"
 )
 
 // A jobplane CronJob and a batch/v1 CronJob of the same name are two
@@ -32,6 +33,9 @@ func TestEachKindHasItsOwnKeys(t *testing.T) {
 		apiVersion, ns, name, err := splitCronJobKey(key)
 		if err != nil || apiVersion != want || ns != "team" || name != "nightly" {
 			t.Errorf("%q: %s %s/%s (%v), want %s team/nightly", key, apiVersion, ns, name, err, want)
+		}
+		if got := fairorder.NamespaceOf(key); got != "team" {
+			t.Errorf("%q takes its turns as namespace %q, want team's", key, got)
 		}
 	}
 }

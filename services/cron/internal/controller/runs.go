@@ -14,6 +14,7 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/services/cron/internal/decide"
 )
@@ -21,6 +22,7 @@ import (
 // Trigger starts a manual run of a CronJob now (the TriggerCronJob RPC),
 // under the CronJob's lock so that it never races a sync.
 func (c *Controller) Trigger(ctx context.Context, apiVersion, namespace, name string, ignoreConcurrencyPolicy bool) (*jobplanev1.TriggerCronJobResponse, error) {
+	ctx = fairlimit.WithLane(ctx, cronJobKey(apiVersion, namespace, name))
 	in, unlock, err := c.lockedInput(ctx, apiVersion, namespace, name)
 	if err != nil {
 		return nil, err
@@ -48,6 +50,7 @@ func (c *Controller) Trigger(ctx context.Context, apiVersion, namespace, name st
 // RPC).
 func (c *Controller) Backfill(ctx context.Context, req *jobplanev1.BackfillCronJobRequest) (*jobplanev1.BackfillCronJobResponse, error) {
 	apiVersion := cmp.Or(req.GetApiVersion(), cronapi.APIVersion)
+	ctx = fairlimit.WithLane(ctx, cronJobKey(apiVersion, req.GetNamespace(), req.GetName()))
 	in, unlock, err := c.lockedInput(ctx, apiVersion, req.GetNamespace(), req.GetName())
 	if err != nil {
 		return nil, err

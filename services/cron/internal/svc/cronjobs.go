@@ -21,6 +21,7 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/services/cron/internal/batchcron"
 	"github.com/jobplane/jobplane/services/cron/internal/validation"
@@ -70,7 +71,7 @@ func (s *CronService) CreateCronJob(ctx context.Context, req *jobplanev1.CreateC
 	if err != nil {
 		return nil, s.internal("encoding a CronJob", err)
 	}
-	created, err := s.cfg.CronJobs.Namespace(c.Namespace).Create(ctx, u, metav1.CreateOptions{})
+	created, err := s.cfg.CronJobs.Namespace(c.Namespace).Create(cronJobLane(ctx, c.Namespace, c.Name), u, metav1.CreateOptions{})
 	if err != nil {
 		return nil, s.kubeError(err)
 	}
@@ -89,7 +90,7 @@ func (s *CronService) GetCronJob(ctx context.Context, req *jobplanev1.GetCronJob
 	if s.cfg.CronJobs == nil {
 		return nil, withoutCluster("GetCronJob")
 	}
-	u, err := s.cfg.CronJobs.Namespace(req.GetNamespace()).Get(ctx, req.GetName(), metav1.GetOptions{})
+	u, err := s.cfg.CronJobs.Namespace(req.GetNamespace()).Get(cronJobLane(ctx, req.GetNamespace(), req.GetName()), req.GetName(), metav1.GetOptions{})
 	if err != nil {
 		return nil, s.kubeError(err)
 	}
@@ -119,7 +120,8 @@ func (s *CronService) ListCronJobs(ctx context.Context, req *jobplanev1.ListCron
 	if s.cfg.CronJobs == nil {
 		return nil, withoutCluster("ListCronJobs")
 	}
-	list, err := s.cfg.CronJobs.Namespace(req.GetNamespace()).List(ctx, metav1.ListOptions{
+	lane := fairlimit.WithLane(ctx, fairlimit.NamespaceLane(req.GetNamespace()))
+	list, err := s.cfg.CronJobs.Namespace(req.GetNamespace()).List(lane, metav1.ListOptions{
 		LabelSelector: req.GetLabelSelector(),
 		Limit:         size,
 		Continue:      req.GetPageToken(),
@@ -169,6 +171,7 @@ func (s *CronService) UpdateCronJob(ctx context.Context, req *jobplanev1.UpdateC
 		return nil, withoutCluster("UpdateCronJob")
 	}
 	cronJobs := s.cfg.CronJobs.Namespace(desired.Namespace)
+	ctx = cronJobLane(ctx, desired.Namespace, desired.Name)
 	var updated *unstructured.Unstructured
 	replace := func() (replaceErr error) {
 		updated, replaceErr = s.replaceSpec(ctx, cronJobs, desired)
@@ -231,7 +234,8 @@ func (s *CronService) DeleteCronJob(ctx context.Context, req *jobplanev1.DeleteC
 	if s.cfg.CronJobs == nil {
 		return nil, withoutCluster("DeleteCronJob")
 	}
-	err := s.cfg.CronJobs.Namespace(req.GetNamespace()).Delete(ctx, req.GetName(), metav1.DeleteOptions{PropagationPolicy: &propagation})
+	err := s.cfg.CronJobs.Namespace(req.GetNamespace()).Delete(cronJobLane(ctx, req.GetNamespace(), req.GetName()),
+		req.GetName(), metav1.DeleteOptions{PropagationPolicy: &propagation})
 	if err != nil {
 		return nil, s.kubeError(err)
 	}
@@ -269,6 +273,16 @@ func withJobSpec(c *jobplanev1.CronJob) *jobplanev1.CronJob {
 	}
 	c.Spec.JobTemplate.Spec = &jobplanev1.JobSpec{}
 	return c
+}
+
+// cronJobLane queues ctx's API requests in the fair budget's lane of the
+// CronJob's syncs (namespace/name), or of its namespace while it has no name
+// (generateName).
+func cronJobLane(ctx context.Context, namespace, name string) context.Context {
+	if name == "" {
+		return fairlimit.WithLane(ctx, fairlimit.NamespaceLane(namespace))
+	}
+	return fairlimit.WithLane(ctx, namespace+"/"+name)
 }
 
 // cronJobFromKube converts a stored CronJob for a response.

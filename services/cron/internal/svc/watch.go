@@ -17,6 +17,7 @@ import (
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/kubewatch"
 )
@@ -39,7 +40,7 @@ func (s *CronService) WatchJobInstances(req *jobplanev1.WatchJobInstancesRequest
 	if s.cfg.Kube == nil {
 		return withoutCluster("WatchJobInstances")
 	}
-	ctx, cancel := context.WithCancel(stream.Context())
+	ctx, cancel := context.WithCancel(fairlimit.WithLane(stream.Context(), fairlimit.NamespaceLane(req.GetNamespace())))
 	defer cancel()
 	if done := s.cfg.Done; done != nil {
 		go func() {

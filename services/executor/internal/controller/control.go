@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-
-	"github.com/jobplane/jobplane/lib/fairlimit"
 )
 
 // podControl is the executor's writes of pods, as the reference's
@@ -78,25 +76,4 @@ func (c podControl) release(ctx context.Context, pod *corev1.Pod, job *batchv1.J
 
 func updateStatus(ctx context.Context, client kubernetes.Interface, job *batchv1.Job) (*batchv1.Job, error) {
 	return client.BatchV1().Jobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{})
-}
-
-// eventSink writes events in the API budget's lane of events
-// (fairlimit.EventsLane): they trail a burst of pod writes rather than take
-// turns with it, and never hold a Job's sync.
-type eventSink struct{ events typedcorev1.EventInterface }
-
-func eventsLane() context.Context {
-	return fairlimit.WithLane(context.Background(), fairlimit.EventsLane)
-}
-
-func (s eventSink) Create(e *corev1.Event) (*corev1.Event, error) {
-	return s.events.CreateWithEventNamespaceWithContext(eventsLane(), e)
-}
-
-func (s eventSink) Update(e *corev1.Event) (*corev1.Event, error) {
-	return s.events.UpdateWithEventNamespaceWithContext(eventsLane(), e)
-}
-
-func (s eventSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	return s.events.PatchWithEventNamespaceWithContext(eventsLane(), e, data)
 }

@@ -42,12 +42,12 @@ import (
 	"github.com/jobplane/jobplane/lib/apierr"
 	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/fairorder"
+	"github.com/jobplane/jobplane/lib/fairqueue"
 	"github.com/jobplane/jobplane/lib/featuregates"
 	"github.com/jobplane/jobplane/lib/keyedmutex"
 	"github.com/jobplane/jobplane/lib/kubeconv"
 	"github.com/jobplane/jobplane/lib/plan"
 	"github.com/jobplane/jobplane/services/executor/internal/dropin"
-	"github.com/jobplane/jobplane/services/executor/internal/fairqueue"
 	"github.com/jobplane/jobplane/services/executor/internal/gang"
 	"github.com/jobplane/jobplane/services/executor/internal/jobstate"
 )
@@ -230,7 +230,7 @@ func (c *Controller) Jobs() batchv1listers.JobLister { return c.jobs }
 // worker has given back the item in hand.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
-	c.events.StartRecordingToSink(eventSink{c.cfg.Client.CoreV1().Events("")})
+	c.events.StartRecordingToSink(fairlimit.EventSink{Events: c.cfg.Client.CoreV1().Events("")})
 	defer c.events.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return errors.New("the Job and pod caches did not sync")

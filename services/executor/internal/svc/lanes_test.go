@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,34 +20,11 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/fairlimit"
+	"github.com/jobplane/jobplane/lib/fairlimit/fairlimittest"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/grpcserver/grpctest"
 	"github.com/jobplane/jobplane/services/executor/internal/svc"
 )
-
-// laneRecorder is a rate limiter that lets every request through and
-// records the fair limiter's lane each was made in.
-type laneRecorder struct {
-	mu    sync.Mutex
-	lanes []string
-}
-
-func (r *laneRecorder) Wait(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lanes = append(r.lanes, fairlimit.LaneOf(ctx))
-	return nil
-}
-func (r *laneRecorder) TryAccept() bool { return true }
-func (r *laneRecorder) Accept()         {}
-func (r *laneRecorder) Stop()           {}
-func (r *laneRecorder) QPS() float32    { return 1 }
-
-func (r *laneRecorder) seen() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.lanes)
-}
 
 // The API requests callers' RPCs cause wait in their Job's or namespace's
 // lane of the fair limiter, never in the lane of unkeyed requests (the
@@ -70,7 +46,7 @@ func TestCallersRequestsWaitInTheirNamespacesLanes(t *testing.T) {
 		}
 	}))
 	defer api.Close()
-	lanes := &laneRecorder{}
+	lanes := &fairlimittest.LaneRecorder{}
 	client, err := kubernetes.NewForConfig(&rest.Config{Host: api.URL, RateLimiter: lanes})
 	if err != nil {
 		t.Fatal(err)
@@ -94,12 +70,12 @@ func TestCallersRequestsWaitInTheirNamespacesLanes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for len(lanes.seen()) < 4 && ctx.Err() == nil {
+	for len(lanes.Seen()) < 4 && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
-	got := lanes.seen()
+	got := lanes.Seen()
 	slices.Sort(got)
-	want := []string{"jobplane.dev/cluster-watches/", "team-a/", "team-a/j", "team-a/j"}
+	want := []string{fairlimit.NamespaceLane(""), "team-a/", "team-a/j", "team-a/j"}
 	if !slices.Equal(got, want) {
 		t.Errorf("lanes %q, want %q (a Get and a Delete, then each scope's list: client-go limits no watch)", got, want)
 	}

@@ -32,7 +32,7 @@ func (s *ExecutorService) WatchJobs(req *jobplanev1.WatchJobsRequest, stream job
 	// The namespace's lane of the fair limiter (one lane for the cluster
 	// scope's), not the lane of unkeyed requests: a caller's streams, each
 	// listing again as it opens, would queue there.
-	ctx, cancel := context.WithCancel(fairlimit.WithLane(stream.Context(), watchLane(req.GetNamespace())))
+	ctx, cancel := context.WithCancel(fairlimit.WithLane(stream.Context(), fairlimit.NamespaceLane(req.GetNamespace())))
 	defer cancel()
 	if done := s.cfg.Done; done != nil {
 		go func() {
@@ -54,19 +54,6 @@ func (s *ExecutorService) WatchJobs(req *jobplanev1.WatchJobsRequest, stream job
 		return nil // the client left or the server is shutting down
 	}
 	return s.fromKube(err)
-}
-
-// clusterWatchLane is the fair limiter's lane of the cluster scope's
-// WatchJobs: the lane of no namespace (a namespace is a DNS label, without
-// dots).
-const clusterWatchLane = "jobplane.dev/cluster-watches/"
-
-// watchLane is the fair limiter's lane of a WatchJobs of namespace.
-func watchLane(namespace string) string {
-	if namespace == "" {
-		return clusterWatchLane
-	}
-	return namespace + "/"
 }
 
 // jobWatch is one WatchJobs stream.

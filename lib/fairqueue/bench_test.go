@@ -18,7 +18,7 @@ import (
 // weighted, fairqueue-weighted all of them, fairqueue-annotated all of them
 // by their annotations.
 //
-//	go test -run '^$' -bench BenchmarkQueue -count 5 ./services/executor/internal/fairqueue/
+//	go test -run '^$' -bench BenchmarkQueue -count 5 ./lib/fairqueue/
 func BenchmarkQueue(b *testing.B) {
 	const namespaces, jobsPerNamespace = 1000, 10
 	keys := make([]string, 0, namespaces*jobsPerNamespace)

@@ -1,6 +1,7 @@
-// Package fairqueue is the executor's work queue of Jobs: client-go's
-// rate-limiting workqueue whose Get hands out keys fairly between namespaces
-// (tenants), then first in first out among the Jobs of a namespace. A
+// Package fairqueue is the work queue of the executor's Jobs and of cron's
+// CronJobs: client-go's rate-limiting workqueue whose Get hands out
+// "namespace/..." keys fairly between namespaces (tenants), then first in
+// first out among the keys of a namespace. A
 // first-in-first-out queue makes a tenant's Job wait behind every Job other
 // tenants queued before it, whatever limiter comes after the queue; here it
 // waits for a turn or two of each other tenant with work.
