@@ -77,6 +77,10 @@ const (
 
 func namespaceOf(variant string) string { return "bench-cron-" + variant }
 
+// quietNamespaceOf is the namespace of a controller's quiet tenant: one
+// CronJob, created after the -count others, whose runs fall due with theirs.
+func quietNamespaceOf(variant string) string { return namespaceOf(variant) + "-quiet" }
+
 var (
 	jobplaneCronJobs = schema.GroupVersionResource{Group: "jobplane.dev", Version: "v1", Resource: "cronjobs"}
 	batchCronJobs    = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}
@@ -100,6 +104,7 @@ type options struct {
 	settle          time.Duration
 	creators        int
 	skipUnsettled   bool
+	quiet           bool
 	cronMetrics     string
 	executorMetrics string
 	kcmMetrics      string
@@ -139,6 +144,11 @@ type result struct {
 	WatchLag quantiles `json:"watchLag"`
 	// PerBoundary are the runs and skews of each boundary.
 	PerBoundary []boundary `json:"perBoundary"`
+	// Quiet is the skew of the quiet tenant's runs (one CronJob in a
+	// namespace of its own, due with the others), QuietMissed its runs
+	// without a Job.
+	Quiet       quantiles `json:"quiet"`
+	QuietMissed int       `json:"quietMissed"`
 
 	// JobsCreated are the Jobs of this namespace first seen between the
 	// two scrapes: the runs the writes are divided by.
@@ -202,6 +212,7 @@ func run(args []string) error {
 	fs.DurationVar(&o.settle, "settle", 2*time.Minute, "longest wait for the controllers' first syncs of the new CronJobs to end (the wait ends before the next boundary anyway)")
 	fs.IntVar(&o.creators, "creators", 32, "CronJobs created in parallel")
 	fs.BoolVar(&o.skipUnsettled, "skip-unsettled", true, "when the first syncs have not ended by the next boundary, measure from the one after")
+	fs.BoolVar(&o.quiet, "quiet", true, "give each controller a quiet tenant too: one CronJob in a namespace of its own, created after the others, due with them")
 	fs.StringVar(&o.cronMetrics, "cron-metrics", "", "URL of the cron service's /metrics")
 	fs.StringVar(&o.executorMetrics, "executor-metrics", "", "URL of the executor's /metrics")
 	fs.StringVar(&o.kcmMetrics, "kcm-metrics", "", "URL of kube-controller-manager's /metrics (TLS not verified)")
@@ -289,8 +300,10 @@ type snapshot struct {
 func (b *bench) run(ctx context.Context) ([]result, error) {
 	o := b.o
 	for _, v := range o.variants {
-		if err := b.ensureNamespace(ctx, namespaceOf(v)); err != nil {
-			return nil, err
+		for _, ns := range []string{namespaceOf(v), quietNamespaceOf(v)} {
+			if err := b.ensureNamespace(ctx, ns); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// Created just after a minute boundary, the CronJobs leave the
@@ -356,6 +369,9 @@ func (b *bench) run(ctx context.Context) ([]result, error) {
 		deltas(&r, before, after)
 		results = append(results, r)
 		log.Printf("%s: %d of %d runs, %d missed; skew p50 %.2fs p99 %.2fs max %.2fs", v, r.Runs, r.Expected, r.Missed, r.Skew.P50, r.Skew.P99, r.Skew.Max)
+		if o.quiet {
+			log.Printf("%s's quiet tenant: %d runs missed; skew p50 %.2fs max %.2fs", v, r.QuietMissed, r.Quiet.P50, r.Quiet.Max)
+		}
 	}
 	return results, nil
 }
@@ -402,8 +418,8 @@ func (b *bench) createCronJobs(ctx context.Context) error {
 		return err
 	}
 	type item struct {
-		variant string
-		i       int
+		namespace, variant string
+		i                  int
 	}
 	items := make(chan item)
 	errs := make(chan error, b.o.creators)
@@ -411,7 +427,7 @@ func (b *bench) createCronJobs(ctx context.Context) error {
 	for range b.o.creators {
 		wg.Go(func() {
 			for it := range items {
-				ns, name := namespaceOf(it.variant), cronJobName(it.i)
+				ns, name := it.namespace, cronJobName(it.i)
 				var err error
 				if it.variant == builtin {
 					_, err = b.kube.BatchV1().CronJobs(ns).Create(ctx, &batchv1.CronJob{
@@ -436,7 +452,12 @@ func (b *bench) createCronJobs(ctx context.Context) error {
 	}
 	for i := range b.o.count {
 		for _, v := range b.o.variants {
-			items <- item{v, i}
+			items <- item{namespaceOf(v), v, i}
+		}
+	}
+	if b.o.quiet {
+		for _, v := range b.o.variants {
+			items <- item{quietNamespaceOf(v), v, 0}
 		}
 	}
 	close(items)

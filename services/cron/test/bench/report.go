@@ -167,6 +167,19 @@ func writeReport(w io.Writer, all []result) {
 	}
 	p("\n")
 
+	if slices.ContainsFunc(all, func(r result) bool { return r.Quiet.N > 0 || r.QuietMissed > 0 }) {
+		p("#### A quiet tenant beside them\n\n")
+		p("One more CronJob per controller, in a namespace of its own, created after the others and due at the same boundaries: how long its runs waited behind the other namespace's (skew as above, over its runs of the measured boundaries).\n\n")
+		p("| CronJobs beside it | cron+executor QPS/burst | kcm QPS/burst | controller | runs / expected | skew p50 (s) | max (s) | the crowded namespace's skew p50 / max (s) |\n")
+		p("|---:|---|---|---|---:|---:|---:|---|\n")
+		for i := range all {
+			r := &all[i]
+			p("| %d | %s | %s | %s | %d / %d | %s | %s | %s / %s |\n", r.CronJobs, qpsLabel(r), r.KCMQPS, variantName[r.Variant],
+				r.Minutes-r.QuietMissed, r.Minutes, num(r.Quiet.P50), num(r.Quiet.Max), num(r.Skew.P50), num(r.Skew.Max))
+		}
+		p("\n")
+	}
+
 	p("#### API requests per run\n\n")
 	p("Over the interval from just before the first measured boundary to the end of the grace, divided by the Jobs the controller created in it (Jobs of later boundaries included, on both sides of the division). Job create: the Jobs seen; CronJob status: `apiserver_request_total` PUT/PATCH cronjobs/status of the controller's group (batch, jobplane.dev); events: the Events' counts by source component (cronjob-controller / jobplane-cron, job-controller / jobplane-executor); Job status: the executor's own count (`jobplane_kube_api_requests_total`) for jobplane, the API server's jobs/status writes less it for the built-in; CronJob GET: live reads of the controller's CronJobs. Per client: the CronJob half's client (kcm's cronjob-controller creates its Jobs; jobplane's cron hands them to the executor) and the Job half's (kcm's job-controller; jobplane's executor, which creates jobplane's Jobs). Demand: that client's requests per second at one run per CronJob per minute; budget: the seconds its QPS needs for one boundary's requests ((demand × 60 − burst) / QPS; over 60 s it cannot keep up and runs are missed).\n\n")
 	p("| CronJobs | cron+executor QPS/burst | controller | Jobs created | Job create | CronJob status | CronJob events | Job status | Job events | writes/run | CronJob GET/run | CronJob-half client req/run (demand req/s) | Job-half client req/run (demand req/s) | budget CronJob half / Job half (s per boundary) | failed writes |\n")

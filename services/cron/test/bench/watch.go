@@ -153,37 +153,9 @@ func (w *watcher) progress(ns string, t time.Time) (int, float64) {
 // and the Jobs seen between the two scrapes.
 func (b *bench) runs(r *result, first, last, from, to time.Time) {
 	ns := namespaceOf(r.Variant)
-	type key struct {
-		cronJob string
-		at      int64
-	}
-	seen := map[key]time.Time{}
-	created := map[key]time.Time{}
-	b.w.mu.Lock()
-	for _, j := range b.w.jobs {
-		if j.namespace != ns {
-			continue
-		}
-		if !j.seen.Before(from) && !j.seen.After(to) {
-			r.JobsCreated++
-		}
-		if j.scheduled.Before(first) || j.scheduled.After(last) {
-			if j.scheduled.After(last) {
-				r.Later++
-			}
-			continue
-		}
-		k := key{j.cronJob, j.scheduled.Unix()}
-		if t, ok := seen[k]; ok {
-			r.Duplicates++
-			if !j.seen.Before(t) {
-				continue
-			}
-		}
-		seen[k], created[k] = j.seen, j.created
-	}
-	b.w.mu.Unlock()
-
+	r.JobsCreated = b.w.seenBetween(ns, from, to)
+	seen, created, duplicates, later := b.w.firstJobs(ns, first, last)
+	r.Duplicates, r.Later = duplicates, later
 	var skews, skewsCT []float64
 	perBoundary := map[int64][]float64{}
 	for k, t := range seen {
@@ -200,6 +172,63 @@ func (b *bench) runs(r *result, first, last, from, to time.Time) {
 		q := quantilesOf(perBoundary[t.Unix()])
 		r.PerBoundary = append(r.PerBoundary, boundary{Time: t.UTC().Format("15:04"), Runs: q.N, P50: q.P50, P99: q.P99, Max: q.Max})
 	}
+	if b.o.quiet {
+		quiet, _, _, _ := b.w.firstJobs(quietNamespaceOf(r.Variant), first, last)
+		var skews []float64
+		for k, t := range quiet {
+			skews = append(skews, t.Sub(time.Unix(k.at, 0)).Seconds())
+		}
+		r.Quiet = quantilesOf(skews)
+		r.QuietMissed = b.o.minutes - len(quiet)
+	}
+}
+
+// seenBetween counts the Jobs of ns first seen from from to to.
+func (w *watcher) seenBetween(ns string, from, to time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, j := range w.jobs {
+		if j.namespace == ns && !j.seen.Before(from) && !j.seen.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// cronJobRun is one run of a CronJob: its name and scheduled time (Unix seconds).
+type cronJobRun struct {
+	cronJob string
+	at      int64
+}
+
+// firstJobs are when the first Job of each run of ns scheduled from first to
+// last was seen, and its creationTimestamp; duplicates counts the Jobs
+// beyond a run's first, later those of runs after last.
+func (w *watcher) firstJobs(ns string, first, last time.Time) (seen, created map[cronJobRun]time.Time, duplicates, later int) {
+	seen, created = map[cronJobRun]time.Time{}, map[cronJobRun]time.Time{}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, j := range w.jobs {
+		if j.namespace != ns {
+			continue
+		}
+		if j.scheduled.Before(first) || j.scheduled.After(last) {
+			if j.scheduled.After(last) {
+				later++
+			}
+			continue
+		}
+		k := cronJobRun{j.cronJob, j.scheduled.Unix()}
+		if t, ok := seen[k]; ok {
+			duplicates++
+			if !j.seen.Before(t) {
+				continue
+			}
+		}
+		seen[k], created[k] = j.seen, j.created
+	}
+	return seen, created, duplicates, later
 }
 
 func quantilesOf(xs []float64) quantiles {
