@@ -15,7 +15,9 @@
 #     in bench-cron-jobplane (VARIANTS), interleaved, identical:
 #     `* * * * *`, concurrencyPolicy Allow, a Job template with
 #     suspend: true (no pods: Job creation alone is measured), starting 2 s
-#     after a minute boundary;
+#     after a minute boundary; then one more per controller (-quiet), the
+#     same, in a namespace of its own (bench-cron-<controller>-quiet): a
+#     quiet tenant, whose skew says how long the crowded namespace held it;
 #   - waits until the controllers' first syncs of them end (the writes of
 #     CronJobs, Jobs and events stop for 3 s; jobplane writes
 #     nextScheduleTime) until 8 s before the next boundary; if they have
@@ -161,11 +163,13 @@ EOF
   "${bin}/kwokctl" --name "${name}" get kubeconfig 2>>"${kwoklog}" >"${kubeconfig}"
 
   # jobplane's CronJobs, and what cron (anonymous on loopback) may do at
-  # the executor in the benchmark's namespace, as hack/run.sh grants it.
+  # the executor in the benchmark's namespaces (the crowded one and the
+  # quiet tenant's), as hack/run.sh grants it.
   kubectl apply -f deploy/kubernetes/05-crd-cronjobs.yaml >/dev/null
   kubectl wait --for condition=established --timeout 60s crd/cronjobs.jobplane.dev >/dev/null
   kubectl create namespace bench-cron-builtin >/dev/null
   kubectl create namespace bench-cron-jobplane >/dev/null
+  kubectl create namespace bench-cron-jobplane-quiet >/dev/null
   kubectl apply -f - >/dev/null <<'YAML'
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -182,6 +186,13 @@ rules:
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: jobplane-bench-cron, namespace: bench-cron-jobplane}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: jobplane-bench-cron}
+subjects:
+  - {kind: User, apiGroup: rbac.authorization.k8s.io, name: "system:anonymous"}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: jobplane-bench-cron, namespace: bench-cron-jobplane-quiet}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: jobplane-bench-cron}
 subjects:
   - {kind: User, apiGroup: rbac.authorization.k8s.io, name: "system:anonymous"}
