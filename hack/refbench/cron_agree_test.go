@@ -212,7 +212,7 @@ func referenceFault(t *testing.T, cj *batchv1.CronJob, jobs, api []*batchv1.Job,
 	}
 	if every, ok := strings.CutPrefix(cj.Spec.Schedule, "@every "); ok && cj.Spec.StartingDeadlineSeconds != nil {
 		interval, err := time.ParseDuration(every)
-		if err == nil && time.Duration(*cj.Spec.StartingDeadlineSeconds)*time.Second < interval && !runDue(cj, want) && (runDue(cj, got) || runBlocked(cj, api, got)) &&
+		if err == nil && time.Duration(*cj.Spec.StartingDeadlineSeconds)*time.Second < interval && !runDue(cj, want) && (runDue(cj, got) || runBlocked(cj, api, got, latestEveryRun(cj, interval, now))) &&
 			slices.Equal(stepsBesideTheRun(want.Steps, jobs, want.Status.Active), stepsBesideTheRun(got.Steps, jobs, want.Status.Active)) &&
 			want.Status.LastSuccessfulTime.Equal(got.Status.LastSuccessfulTime) {
 			// cronjob.proto, starting_deadline_seconds: the reference counts
@@ -312,16 +312,36 @@ func stepsBesideTheRun(steps []string, jobs []*batchv1.Job, active []corev1.Obje
 	})
 }
 
-// runBlocked says the sync of cj found a run due and could not start it: it
-// created nothing and ended without a requeue, on another's Job of the
-// run's name or on a Replace whose read of an active Job failed.
-func runBlocked(cj *batchv1.CronJob, jobs []*batchv1.Job, d cronDecided) bool {
+// runBlocked says the sync of cj found the run whose Job is named run due
+// and could not start it: it created nothing and ended without a requeue, on
+// another's Job of that name or on a Replace whose read of an active Job
+// failed.
+func runBlocked(cj *batchv1.CronJob, jobs []*batchv1.Job, d cronDecided, run string) bool {
 	anothersOfItsName := slices.ContainsFunc(jobs, func(j *batchv1.Job) bool {
 		ref := metav1.GetControllerOf(j)
-		return strings.HasPrefix(j.Name, cj.Name+"-") && (ref == nil || ref.UID != cj.UID)
+		return j.Name == run && (ref == nil || ref.UID != cj.UID)
 	})
 	failedGet := slices.ContainsFunc(d.Steps, func(step string) bool { return strings.HasPrefix(step, "event Warning FailedGet: ") })
 	return d.RequeueAfter == nil && len(d.Created) == 0 && (anothersOfItsName || failedGet)
+}
+
+// latestEveryRun is the name of the Job of an "@every interval" schedule's
+// latest run at or before now, as both controllers name it (the CronJob's
+// name and the minutes of the scheduled time): robfig/cron's constant delay
+// (whole seconds, at least one) counted from the last scheduled time, or
+// from the CronJob's creation.
+func latestEveryRun(cj *batchv1.CronJob, interval time.Duration, now time.Time) string {
+	delay := max(interval-interval%time.Second, time.Second)
+	start := cj.CreationTimestamp.Time
+	if cj.Status.LastScheduleTime != nil {
+		start = cj.Status.LastScheduleTime.Time
+	}
+	first := start.Add(delay - time.Duration(start.Nanosecond()))
+	if first.After(now) {
+		return ""
+	}
+	at := first.Add(now.Sub(first) / delay * delay)
+	return cj.Name + "-" + strconv.FormatInt(at.Unix()/60, 10)
 }
 
 // runDue says the sync of cj found a run due: it created its Job,
