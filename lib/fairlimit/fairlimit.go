@@ -1,18 +1,19 @@
 // Package fairlimit is a client-side rate limiter for the Kubernetes client
-// that shares its budget fairly between namespaces, then between the Jobs of
-// a namespace. client-go's token bucket serves requests first come, first
-// served, so a small Job's two calls wait behind a large Job's hundreds of
-// creations and finalizer patches, and a tenant's one Job behind every Job
-// another tenant runs; here the next token goes to the namespace whose turn
-// it is (fairorder.Order: the executor's work queue's order, with the same weights),
-// and within it to its Jobs with requests waiting in turn. Requests made for
-// no Job (the informers') share a lane of their own, served as one more
-// namespace; leader election has a client and a limiter of its own
-// (leader.ClientFor). Events have a lane of their own too (EventsLane),
-// served once in eventsEvery tokens while others wait: as the reference's
-// single event-writing goroutine gets a small share of a busy controller's
-// budget, events trail a burst instead of slowing it. The total rate (QPS
-// and burst) is the same as client-go's.
+// that shares its budget fairly between namespaces, then between the keys of
+// a namespace (the executor's Jobs, cron's CronJobs). client-go's token
+// bucket serves requests first come, first served, so a small Job's two
+// calls wait behind a large Job's hundreds of creations and finalizer
+// patches, and a tenant's one Job behind every Job another tenant runs; here
+// the next token goes to the namespace whose turn it is (fairorder.Order:
+// the work queues' order, with the same weights), and within it to its keys
+// with requests waiting in turn. Requests made for no key (the informers')
+// share a lane of their own, served as one more namespace; leader election
+// has a client and a limiter of its own (leader.ClientFor). Events have a
+// lane of their own too (EventsLane, EventSink), served once in eventsEvery
+// tokens while others wait: as the reference's single event-writing
+// goroutine gets a small share of a busy controller's budget, events trail
+// a burst instead of slowing it. The total rate (QPS and burst) is the same
+// as client-go's.
 package fairlimit
 
 import (

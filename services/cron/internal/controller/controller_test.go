@@ -212,6 +212,11 @@ func TestReplaceDeletesThroughTheExecutor(t *testing.T) {
 		if len(got.Status.Active) != 1 || got.Status.Active[0].Name != decide.JobName("cj", minute) {
 			t.Errorf("active %+v, want only the new run", got.Status.Active)
 		}
+		// A worker waiting on the executor is held from every namespace's
+		// CronJobs: each call gives up in time.
+		if f.executor.unbounded != 0 {
+			t.Errorf("%d of the calls to the executor had no deadline within %v", f.executor.unbounded, executorCallTimeout)
+		}
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 // A namespace whose 200 CronJobs fall due together, queued before another
 // namespace's one, takes turns with it: the other's run is handed to the
 // executor at the second sync, not the 201st as behind a first-in-first-out
-// queue, and every request of a sync waits in its CronJob's lane of the API
-// budget.
+// queue, and its sync's context carries the CronJob's lane of the API
+// budget, which its requests (status write, live reads) wait in.
 func TestANamespacesDueCronJobsDoNotHoldAnothersOne(t *testing.T) {
 	f := newFixture(t)
 	var keys []string

@@ -190,11 +190,22 @@ type fakeExecutor struct {
 	// lanes are the API budget's lanes the submissions were made in.
 	lanes   []string
 	deleted []string
+	// unbounded counts the calls made without a deadline.
+	unbounded int
+}
+
+// bounded records whether the call of ctx had a deadline within
+// executorCallTimeout; e.mu is held.
+func (e *fakeExecutor) bounded(ctx context.Context) {
+	if deadline, ok := ctx.Deadline(); !ok || time.Until(deadline) > executorCallTimeout {
+		e.unbounded++
+	}
 }
 
 func (e *fakeExecutor) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJobRequest, _ ...grpc.CallOption) (*jobplanev1.SubmitJobResponse, error) {
 	e.mu.Lock()
 	err := e.submitErr
+	e.bounded(ctx)
 	e.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -222,6 +233,7 @@ func (e *fakeExecutor) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJobR
 func (e *fakeExecutor) DeleteJob(ctx context.Context, req *jobplanev1.DeleteJobRequest, _ ...grpc.CallOption) (*jobplanev1.DeleteJobResponse, error) {
 	e.mu.Lock()
 	err := e.deleteErr
+	e.bounded(ctx)
 	e.mu.Unlock()
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -93,6 +94,13 @@ func (c *Controller) perform(ctx context.Context, in decide.Input, p decide.Plan
 	return out
 }
 
+// executorCallTimeout bounds a call to the executor (retries after a shed
+// included): a worker waiting on it is held from every namespace's
+// CronJobs, so an executor slow for one namespace's Jobs must not keep it.
+// The sync fails and is retried; a Job created meanwhile is found as the
+// run's (createRun), so the run is delivered once.
+const executorCallTimeout = 30 * time.Second
+
 // errForeignJob: a Job of the run's name exists and another controller owns
 // it.
 var errForeignJob = errors.New("a Job of that name is controlled by another owner")
@@ -105,7 +113,9 @@ func (c *Controller) createRun(ctx context.Context, cronJob *cronapi.CronJob, cr
 	if err != nil {
 		return nil, false, err
 	}
-	resp, err := c.cfg.Executor.SubmitJob(ctx, &jobplanev1.SubmitJobRequest{Job: req})
+	call, cancel := context.WithTimeout(ctx, executorCallTimeout)
+	defer cancel()
+	resp, err := c.cfg.Executor.SubmitJob(call, &jobplanev1.SubmitJobRequest{Job: req})
 	if err == nil {
 		return resp.GetJob(), resp.GetCreated(), nil
 	}
@@ -135,7 +145,9 @@ func (c *Controller) deleteRun(ctx context.Context, cronJob *cronapi.CronJob, re
 	if ref.Namespace != cronJob.Namespace || ref.UID == "" {
 		return fmt.Errorf("refusing to delete Job %s/%s (uid %q): not a Job of CronJob %s/%s", ref.Namespace, ref.Name, ref.UID, cronJob.Namespace, cronJob.Name)
 	}
-	_, err := c.cfg.Executor.DeleteJob(ctx, &jobplanev1.DeleteJobRequest{
+	call, cancel := context.WithTimeout(ctx, executorCallTimeout)
+	defer cancel()
+	_, err := c.cfg.Executor.DeleteJob(call, &jobplanev1.DeleteJobRequest{
 		Namespace: ref.Namespace, Name: ref.Name, Uid: string(ref.UID), PropagationPolicy: string(metav1.DeletePropagationBackground),
 	})
 	if status.Code(err) == codes.NotFound {
