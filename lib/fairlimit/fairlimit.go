@@ -61,6 +61,15 @@ func LaneOf(ctx context.Context) string {
 	return KeyOf(ctx)
 }
 
+type admittedType struct{}
+
+// Admitted marks the requests made with ctx as holding their token already
+// (taken with Limiter.Wait by the caller, which can then give up a request
+// still waiting without cancelling one sent): Wait lets them go at once.
+func Admitted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, admittedType{}, true)
+}
+
 // NamespaceLane is the lane of requests made for a namespace as a whole (a
 // list, a watch): "namespace/", taking that namespace's turns; for all
 // namespaces (""), a lane of its own, of no namespace (a namespace is a DNS
@@ -120,6 +129,9 @@ func New(qps float32, burst int, weights fairorder.Shares) *Limiter {
 
 // Wait blocks until the request of ctx's lane may go, or ctx ends.
 func (l *Limiter) Wait(ctx context.Context) error {
+	if ctx.Value(admittedType{}) != nil {
+		return nil
+	}
 	l.mu.Lock()
 	if l.waiting() == 0 && l.bucket.Allow() {
 		l.mu.Unlock()

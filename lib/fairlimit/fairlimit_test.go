@@ -230,6 +230,21 @@ func TestWithLaneQueuesWithoutMarkingTheJob(t *testing.T) {
 	}
 }
 
+// A request already admitted (its token taken by its caller's own Wait) is
+// not charged again: with the bucket empty it goes at once, where another
+// would wait.
+func TestAnAdmittedRequestIsNotChargedTwice(t *testing.T) {
+	l, _ := startPaused(t, nil)
+	if err := l.Wait(Admitted(WithKey(context.Background(), "ns/a"))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Wait(ctx); err == nil {
+		t.Error("a request not admitted went without a token")
+	}
+}
+
 // startPaused returns a limiter whose first token comes a second after the
 // burst is taken, and a release that then makes it fast: waiters queued
 // before release are granted in the limiter's order alone, whatever the

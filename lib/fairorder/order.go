@@ -28,6 +28,7 @@ import (
 	"container/heap"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/client-go/util/workqueue"
 )
@@ -67,6 +68,12 @@ type Order struct {
 	idle   int
 	// sinceSweep counts the turns since idle tenants were last swept.
 	sinceSweep int
+	// waitingCount is how many namespaces have keys queued, and sole the
+	// namespace when there is one: published for other goroutines
+	// (WaitingBesides); published is the count last published.
+	waitingCount atomic.Int32
+	sole         atomic.Pointer[string]
+	published    int
 }
 
 // tenant is one namespace's place in the order.
@@ -133,6 +140,7 @@ func (o *Order) Push(key string) {
 	}
 	o.idle--
 	o.wait(t)
+	o.publish()
 }
 
 // Pop takes the next key: the oldest of the namespace whose turn it is. The
@@ -159,6 +167,7 @@ func (o *Order) Pop() string {
 		o.idle++
 	}
 	o.sweep()
+	o.publish()
 	return key
 }
 
@@ -186,7 +195,38 @@ func (o *Order) Remove(key string) bool {
 	}
 	t.waiting = false
 	o.idle++
+	o.publish()
 	return true
+}
+
+// WaitingBesides says whether a namespace other than ns has keys queued. Any
+// goroutine may ask; the answer is the last published, a moment old.
+func (o *Order) WaitingBesides(ns string) bool {
+	switch n := o.waitingCount.Load(); {
+	case n == 0:
+		return false
+	case n > 1:
+		return true
+	}
+	sole := o.sole.Load()
+	return sole != nil && *sole != ns
+}
+
+// publish makes how many namespaces have keys queued, and which when one
+// does, readable by WaitingBesides. It changes by one at most per call, so
+// the namespace left alone is the one whose turn is next.
+func (o *Order) publish() {
+	n := len(o.tenants) - o.idle
+	if n == o.published {
+		return
+	}
+	o.published = n
+	if n == 1 {
+		b := o.passes[0]
+		ns := b.tenants[b.head].namespace
+		o.sole.Store(&ns)
+	}
+	o.waitingCount.Store(int32(n))
 }
 
 // Len is the number of queued keys.

@@ -127,3 +127,36 @@ func TestWeightsFlag(t *testing.T) {
 		t.Error("Of: a listed namespace has its weight, others 1")
 	}
 }
+
+// WaitingBesides tells a namespace whether another has keys queued, as the
+// keys come and go.
+func TestWaitingBesidesFollowsTheQueuedNamespaces(t *testing.T) {
+	o := NewOrder(nil)
+	check := func(when string, ns string, want bool) {
+		t.Helper()
+		if got := o.WaitingBesides(ns); got != want {
+			t.Errorf("%s: WaitingBesides(%q) = %v, want %v", when, ns, got, want)
+		}
+	}
+	check("empty", "a", false)
+	o.Push("a/1")
+	o.Push("a/2")
+	check("only a queued", "a", false)
+	check("only a queued", "b", true)
+	o.Push("b/1")
+	check("a and b queued", "a", true)
+	if got := o.Pop(); got != "a/1" {
+		t.Fatalf("popped %q, want a/1", got)
+	}
+	if got := o.Pop(); got != "b/1" {
+		t.Fatalf("popped %q, want b/1", got)
+	}
+	check("a left alone", "a", false)
+	check("a left alone", "b", true)
+	o.Push("b/2")
+	o.Remove("a/2")
+	check("b left alone", "b", false)
+	check("b left alone", "a", true)
+	o.Pop()
+	check("empty again", "b", false)
+}

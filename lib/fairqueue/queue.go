@@ -19,6 +19,8 @@
 package fairqueue
 
 import (
+	"cmp"
+
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -37,6 +39,9 @@ type Config struct {
 	Clock clock.WithTicker
 	// Weights are the namespaces' shares of turns; nil: all equal.
 	Weights fairorder.Shares
+	// Order is the queue's storage, for a caller that asks it who is
+	// waiting (WaitingBesides); nil: a new order of Weights.
+	Order *fairorder.Order
 }
 
 // New returns a rate-limiting work queue of "namespace/name" keys, fair
@@ -47,7 +52,7 @@ func New(rateLimiter workqueue.TypedRateLimiter[string], cfg Config) workqueue.T
 	}
 	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{
 		Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock,
-		Queue: fairorder.NewOrder(cfg.Weights),
+		Queue: cmp.Or(cfg.Order, fairorder.NewOrder(cfg.Weights)),
 	})
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
 		Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock,

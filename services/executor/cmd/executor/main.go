@@ -169,7 +169,7 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 		return err
 	}
 	shares := fairqueue.NewNamespaceShares(cfg.namespaceWeights, log)
-	configureClient(restCfg, cfg, shares)
+	budget := configureClient(restCfg, cfg, shares)
 	restCfg.Wrap(metrics.Transport)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -211,7 +211,7 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 		Client: client, PodWrites: podWrites, Informers: factory, Planner: planner,
 		ManagedBy: cfg.managedBy, DropIn: cfg.dropIn.enabled, FeatureGates: cfg.featureGates, EventSource: cfg.eventSource(),
 		Finalizer: cfg.trackingFinalizer(), Log: log, Metrics: metrics,
-		NamespaceWeights: shares,
+		NamespaceWeights: shares, APIBudget: budget,
 	})
 	if err != nil {
 		return err
@@ -286,16 +286,19 @@ func plannerConn(cfg config) (*grpc.ClientConn, error) {
 	return grpc.NewClient(cfg.plannerAddr, opts...)
 }
 
-// configureClient sets the executor's identity and API budget on restCfg. No
-// client timeout: it would cut the informers' watches too.
-func configureClient(restCfg *rest.Config, cfg config, shares fairorder.Shares) {
+// configureClient sets the executor's identity and API budget on restCfg,
+// and returns the budget. No client timeout: it would cut the informers'
+// watches too.
+func configureClient(restCfg *rest.Config, cfg config, shares fairorder.Shares) *fairlimit.Limiter {
 	restCfg.UserAgent = "jobplane-executor"
 	// Built-in types only: protobuf, as kube-controller-manager talks, is
 	// cheaper to decode and encode than JSON.
 	restCfg.ContentType = "application/vnd.kubernetes.protobuf"
 	restCfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
-	restCfg.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst, shares)
+	budget := fairlimit.New(float32(cfg.qps), cfg.burst, shares)
+	restCfg.RateLimiter = budget
+	return budget
 }
 
 // runner is the controller with its leadership, as the gRPC service sees it.

@@ -104,6 +104,11 @@ type Config struct {
 	// NamespaceWeights are the namespaces' shares of the workers' turns;
 	// nil: all equal.
 	NamespaceWeights fairorder.Shares
+	// APIBudget is the clients' rate limiter: a worker's sync takes its
+	// pod creations' tokens from it itself, so that it can give its worker
+	// up to another namespace without cutting a request sent (yield.go).
+	// nil: syncs never give their worker up.
+	APIBudget *fairlimit.Limiter
 }
 
 // Controller runs jobplane's Jobs.
@@ -116,9 +121,11 @@ type Controller struct {
 	podIndex cache.Indexer
 	synced   []cache.InformerSynced
 	// stores are the informer stores whose freshness a sync checks.
-	stores   map[string]jobstate.LastSyncRVGetter
-	state    *jobstate.Store
-	queue    workqueue.TypedRateLimitingInterface[string]
+	stores map[string]jobstate.LastSyncRVGetter
+	state  *jobstate.Store
+	queue  workqueue.TypedRateLimitingInterface[string]
+	// order is the queue's order, which says who waits for a worker.
+	order    *fairorder.Order
 	orphans  workqueue.TypedRateLimitingInterface[orphanKey]
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
@@ -145,6 +152,7 @@ func New(cfg Config) (*Controller, error) {
 	broadcaster := record.NewBroadcaster()
 	jobInformer := cfg.Informers.Batch().V1().Jobs()
 	podInformer := cfg.Informers.Core().V1().Pods()
+	order := fairorder.NewOrder(cfg.NamespaceWeights)
 	c := &Controller{
 		cfg:      cfg,
 		log:      cfg.Log,
@@ -154,7 +162,8 @@ func New(cfg Config) (*Controller, error) {
 		state:    jobstate.New(cfg.Clock),
 		queue: fairqueue.New(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](defaultJobAPIBackoff, maxJobAPIBackoff),
-			fairqueue.Config{Name: "jobplane_job", Clock: cfg.Clock, Weights: cfg.NamespaceWeights}),
+			fairqueue.Config{Name: "jobplane_job", Clock: cfg.Clock, Order: order}),
+		order: order,
 		orphans: fairqueue.New(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[orphanKey](defaultJobAPIBackoff, maxJobAPIBackoff),
 			fairqueue.Config{Name: "jobplane_orphan_pod", Clock: cfg.Clock, Weights: cfg.NamespaceWeights}),
@@ -264,7 +273,14 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	// lost: the sync's remaining writes then fail at once, as the
 	// reference's do, so a new leader never races a replica that no longer
 	// leads. What was not done is planned again by the next sync.
-	_, _, _, err := c.sync(ctx, key)
+	_, _, _, err := c.sync(yieldable(ctx), key)
+	if errors.Is(err, errYielded) {
+		// Not a failure: queued again at once, behind the namespace
+		// it gave its worker up to.
+		c.queue.Forget(key)
+		c.queue.Add(key)
+		return true
+	}
 	if err == nil || jobGoneOrNotOurs(err) {
 		// As the reference, a Job deleted or not ours is done with.
 		c.queue.Forget(key)
@@ -368,7 +384,9 @@ func (c *Controller) sync(ctx context.Context, key string) (p *plan.Plan, outcom
 		return nil, nil, job, fmt.Errorf("the planner's plan: %w", errs.ToAggregate())
 	}
 	outcomes, after, err = c.perform(ctx, key, job, p, podGroup)
-	c.metrics.recordSync(p, err, c.cfg.Clock.Since(start))
+	if !errors.Is(err, errYielded) { // the sync that finishes it is counted
+		c.metrics.recordSync(p, err, c.cfg.Clock.Since(start))
+	}
 	return p, outcomes, after, err
 }
 

@@ -127,21 +127,30 @@ func (w *performer) do(ctx context.Context, i int, a plan.Action) (succeeded, fa
 // createPods creates the pods in slow-start batches of 1, 2, 4, ... each
 // created in parallel, stopping after a batch with a failure, as the
 // reference: a quota or admission refusal costs one failed call per batch,
-// not one per pod. Creations failed or never attempted lower the
-// expectations again, since the informer will not see them.
+// not one per pod. Creations failed or never made lower the expectations
+// again, since the informer will not see them. A worker's sync may stop
+// sooner, giving its worker up to another namespace (yield.go).
 func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeeded, failed int, err error) {
 	w.c.state.ExpectCreations(w.key, len(a.Pods))
-	var created, refused atomic.Int32
+	turns := w.c.creationTurns(ctx, w.key)
+	var created, refused, notMade atomic.Int32
 	var errs errorList
 	pending := a.Pods
-	for batch := min(len(pending), slowStartInitialBatchSize); len(pending) > 0; batch = min(2*batch, len(pending)) {
+	yielded := false
+	for batch := min(len(pending), slowStartInitialBatchSize); len(pending) > 0 && !yielded; batch = min(2*batch, len(pending)) {
 		failuresBefore := errs.len()
+		waiting, giveUp := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		for _, spec := range pending[:batch] {
 			wg.Go(func() {
+				reqCtx, ok := turns.admit(ctx, waiting, giveUp)
+				if !ok {
+					notMade.Add(1)
+					return
+				}
 				pod := plan.NewPod(w.job, spec)
 				gang.Join(pod, w.podGroup)
-				newPod, err := w.c.pods.create(ctx, pod)
+				newPod, err := w.c.pods.create(reqCtx, pod)
 				if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 					// Every later creation fails the same way; the
 					// namespace's deletion takes the Job with it.
@@ -159,15 +168,25 @@ func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeede
 			})
 		}
 		wg.Wait()
+		yielded = waiting.Err() != nil && ctx.Err() == nil
+		giveUp()
 		pending = pending[batch:]
 		if errs.len() > failuresBefore && len(pending) > 0 {
-			w.c.state.CreationsObserved(w.key, len(pending))
 			break
 		}
 	}
+	if n := int(notMade.Load()) + len(pending); n > 0 {
+		w.c.state.CreationsObserved(w.key, n)
+	}
 	w.c.metrics.recordCreations(a.CreationReason, int(created.Load()), int(refused.Load()))
-	skipped := len(pending)
-	return int(created.Load()), int(refused.Load()) + skipped, errs.err()
+	failed = int(refused.Load()) + int(notMade.Load()) + len(pending)
+	switch {
+	case yielded:
+		return int(created.Load()), failed, errYielded
+	case notMade.Load() > 0 && errs.len() == 0:
+		errs.add(ctx.Err()) // the sync's context ended while creations waited
+	}
+	return int(created.Load()), failed, errs.err()
 }
 
 // deletePods deletes the pods in parallel, each after removing its tracking
