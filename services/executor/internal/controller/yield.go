@@ -22,8 +22,11 @@ import (
 // pod, which lowered expectations would let the next sync create again.
 
 // yieldAfter is how many creations a sync makes before it may give its
-// worker up: small syncs keep their single pass, and no extra planner call.
-const yieldAfter = 32
+// worker up (the first three slow-start batches, 1 + 2 + 4, and one more):
+// small syncs keep their single pass, and no extra planner call. At 32, 5
+// syncs of 500 creations each made 160 before any gave its worker up, and
+// another namespace's Job waited 7 s for one (BENCHMARKS.md).
+const yieldAfter = 8
 
 // errYielded: the sync gave its worker up to another namespace's Job.
 var errYielded = errors.New("gave the worker up to another namespace's Job; queued again")
