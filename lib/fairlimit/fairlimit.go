@@ -20,6 +20,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -63,11 +64,13 @@ func LaneOf(ctx context.Context) string {
 
 type admittedType struct{}
 
-// Admitted marks the requests made with ctx as holding their token already
+// Admitted marks the request made with ctx as holding its token already
 // (taken with Limiter.Wait by the caller, which can then give up a request
-// still waiting without cancelling one sent): Wait lets them go at once.
+// still waiting without cancelling one sent): Wait lets it go at once, once.
+// client-go waits again before each retry of the request, and a retry takes
+// a token of its own.
 func Admitted(ctx context.Context) context.Context {
-	return context.WithValue(ctx, admittedType{}, true)
+	return context.WithValue(ctx, admittedType{}, new(atomic.Bool))
 }
 
 // NamespaceLane is the lane of requests made for a namespace as a whole (a
@@ -129,7 +132,7 @@ func New(qps float32, burst int, weights fairorder.Shares) *Limiter {
 
 // Wait blocks until the request of ctx's lane may go, or ctx ends.
 func (l *Limiter) Wait(ctx context.Context) error {
-	if ctx.Value(admittedType{}) != nil {
+	if used, ok := ctx.Value(admittedType{}).(*atomic.Bool); ok && used.CompareAndSwap(false, true) {
 		return nil
 	}
 	l.mu.Lock()

@@ -232,15 +232,21 @@ func TestWithLaneQueuesWithoutMarkingTheJob(t *testing.T) {
 
 // A request already admitted (its token taken by its caller's own Wait) is
 // not charged again: with the bucket empty it goes at once, where another
-// would wait.
+// would wait. Its retry (client-go waits again) takes a token of its own.
 func TestAnAdmittedRequestIsNotChargedTwice(t *testing.T) {
 	l, _ := startPaused(t, nil)
-	if err := l.Wait(Admitted(WithKey(context.Background(), "ns/a"))); err != nil {
+	admitted := Admitted(WithKey(context.Background(), "ns/a"))
+	if err := l.Wait(admitted); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	retry, cancel := context.WithCancel(admitted)
 	cancel()
-	if err := l.Wait(ctx); err == nil {
+	if err := l.Wait(retry); err == nil {
+		t.Error("the admitted request's retry went without a token")
+	}
+	other, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Wait(other); err == nil {
 		t.Error("a request not admitted went without a token")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -124,8 +125,11 @@ type Controller struct {
 	stores map[string]jobstate.LastSyncRVGetter
 	state  *jobstate.Store
 	queue  workqueue.TypedRateLimitingInterface[string]
-	// order is the queue's order, which says who waits for a worker.
+	// order is the queue's order, which says who waits for a worker;
+	// workers are how many there are, busy how many are syncing.
 	order    *fairorder.Order
+	workers  atomic.Int32
+	busy     atomic.Int32
 	orphans  workqueue.TypedRateLimitingInterface[orphanKey]
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
@@ -246,6 +250,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	c.log.Info("starting workers", "workers", workers)
 	var wg sync.WaitGroup
+	c.workers.Store(int32(workers))
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 		wg.Go(func() { wait.UntilWithContext(ctx, c.orphanWorker, time.Second) })
@@ -269,6 +274,8 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
 	// The worker's context ends when the process stops or the Lease is
 	// lost: the sync's remaining writes then fail at once, as the
 	// reference's do, so a new leader never races a replica that no longer

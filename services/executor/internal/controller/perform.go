@@ -168,7 +168,9 @@ func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeede
 			})
 		}
 		wg.Wait()
-		yielded = waiting.Err() != nil && ctx.Err() == nil
+		// Given up with something left to make: creations of this
+		// batch, or later batches.
+		yielded = waiting.Err() != nil && ctx.Err() == nil && (notMade.Load() > 0 || len(pending) > batch)
 		giveUp()
 		pending = pending[batch:]
 		if errs.len() > failuresBefore && len(pending) > 0 {
@@ -181,7 +183,7 @@ func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeede
 	w.c.metrics.recordCreations(a.CreationReason, int(created.Load()), int(refused.Load()))
 	failed = int(refused.Load()) + int(notMade.Load()) + len(pending)
 	switch {
-	case yielded:
+	case yielded && errs.len() == 0: // a refusal is retried with backoff, as the reference's
 		return int(created.Load()), failed, errYielded
 	case notMade.Load() > 0 && errs.len() == 0:
 		errs.add(ctx.Err()) // the sync's context ended while creations waited

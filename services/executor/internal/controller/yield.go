@@ -22,7 +22,8 @@ import (
 // pod, which lowered expectations would let the next sync create again.
 
 // yieldAfter is how many creations a sync makes before it may give its
-// worker up (the first three slow-start batches, 1 + 2 + 4, and one more):
+// worker up, at the next token (the first three slow-start batches, 1 + 2 +
+// 4, and one more):
 // small syncs keep their single pass, and no extra planner call. At 32, 5
 // syncs of 500 creations each made 160 before any gave its worker up, and
 // another namespace's Job waited 7 s for one (BENCHMARKS.md).
@@ -64,8 +65,12 @@ func (t *creationTurns) admit(ctx, waiting context.Context, giveUp func()) (cont
 	if err := t.c.cfg.APIBudget.Wait(waiting); err != nil {
 		return nil, false
 	}
-	if t.taken.Add(1) > yieldAfter && t.c.order.WaitingBesides(fairorder.NamespaceOf(t.key)) {
+	if t.taken.Add(1) > yieldAfter && t.c.allWorkersBusy() && t.c.order.WaitingBesides(fairorder.NamespaceOf(t.key)) {
 		giveUp()
 	}
 	return fairlimit.Admitted(ctx), true
 }
+
+// allWorkersBusy: a key queued while a worker is idle is taken at once, and
+// nobody waits for a worker to be given up.
+func (c *Controller) allWorkersBusy() bool { return c.busy.Load() >= c.workers.Load() }

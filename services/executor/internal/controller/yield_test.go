@@ -9,26 +9,34 @@ import (
 )
 
 // A worker's sync creating 100 pods, while another namespace's Job waits for
-// a worker, gives its worker up once it has made more than yieldAfter: the
-// creations it did not make lower the expectations, the rest of its plan is
-// left to the next sync, and its key is queued again behind the other
-// namespace's. With only its own namespace waiting, or from the SyncJob RPC,
-// the same sync makes all 100.
+// a worker, gives its worker up at the token after its first yieldAfter
+// creations: the creations still waiting for a token are not made (with a
+// budget of 12 tokens, exactly 12 are: batches 1, 2 and 4, then 5 of the
+// batch of 8, the 9th token giving the worker up), the expectations are
+// lowered for the rest, the rest of its plan is left to the next sync, and
+// its key is queued again behind the other namespace's. With nobody else
+// waiting, another Job of its own namespace waiting, or from the SyncJob
+// RPC, the same sync makes all 100.
 func TestALongSyncGivesItsWorkerUpToAnotherNamespace(t *testing.T) {
 	job := newJob("job")
 	for _, tc := range []struct {
-		name          string
-		othersWaiting bool
-		rpc           bool
-		wantYield     bool
+		name      string
+		waiting   string // a key queued behind the Job's; "": none
+		rpc       bool
+		wantYield bool
 	}{
-		{name: "another namespace's Job waits", othersWaiting: true, wantYield: true},
+		{name: "another namespace's Job waits", waiting: "other/job", wantYield: true},
 		{name: "nobody else waits"},
-		{name: "the SyncJob RPC's sync", othersWaiting: true, rpc: true},
+		{name: "another Job of its namespace waits", waiting: testNamespace + "/job-2"},
+		{name: "the SyncJob RPC's sync", waiting: "other/job", rpc: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, job)
-			budget := fairlimit.New(1e6, 1e6, nil)
+			qps, burst := float32(1e6), 1_000_000
+			if tc.wantYield {
+				qps, burst = 1e-6, 12
+			}
+			budget := fairlimit.New(qps, burst, nil)
 			t.Cleanup(budget.Stop)
 			f.c.cfg.APIBudget = budget
 			f.planner.set(
@@ -37,8 +45,8 @@ func TestALongSyncGivesItsWorkerUpToAnotherNamespace(t *testing.T) {
 			)
 			ctx := context.Background()
 			f.c.queue.Add(jobKey)
-			if tc.othersWaiting {
-				f.c.queue.Add("other/job")
+			if tc.waiting != "" {
+				f.c.queue.Add(tc.waiting)
 			}
 			if tc.rpc {
 				if _, _, _, err := f.c.SyncJob(ctx, testNamespace, "job"); err != nil {
@@ -59,8 +67,8 @@ func TestALongSyncGivesItsWorkerUpToAnotherNamespace(t *testing.T) {
 				}
 				return
 			}
-			if created <= yieldAfter || created >= 100 {
-				t.Errorf("%d pods created, want more than %d and fewer than 100 before the worker is given up", created, yieldAfter)
+			if created != 12 {
+				t.Errorf("%d pods created, want the 12 the budget had tokens for", created)
 			}
 			for _, e := range f.events() {
 				if e == "Normal AfterCreate after" {
