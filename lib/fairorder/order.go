@@ -222,9 +222,9 @@ func (o *Order) publish() {
 	}
 	o.published = n
 	if n == 1 {
+		// The tenant's own field: a tenant outlives its last read.
 		b := o.passes[0]
-		ns := b.tenants[b.head].namespace
-		o.sole.Store(&ns)
+		o.sole.Store(&b.tenants[b.head].namespace)
 	}
 	o.waitingCount.Store(int32(n))
 }

@@ -19,8 +19,6 @@
 package fairqueue
 
 import (
-	"cmp"
-
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -50,9 +48,12 @@ func New(rateLimiter workqueue.TypedRateLimiter[string], cfg Config) workqueue.T
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if cfg.Order == nil {
+		cfg.Order = fairorder.NewOrder(cfg.Weights)
+	}
 	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{
 		Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock,
-		Queue: cmp.Or(cfg.Order, fairorder.NewOrder(cfg.Weights)),
+		Queue: cfg.Order,
 	})
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
 		Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock,

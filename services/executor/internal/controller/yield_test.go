@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/jobplane/jobplane/lib/fairlimit"
@@ -82,5 +83,31 @@ func TestALongSyncGivesItsWorkerUpToAnotherNamespace(t *testing.T) {
 				t.Errorf("%d keys queued after the other namespace's, want the yielding Job's again", n)
 			}
 		})
+	}
+}
+
+// A namespace that keeps a key queued (a hostile tenant's Job whose pods
+// churn) makes another namespace's long sync give its worker up at every
+// turn, but never before it has made more than yieldAfter creations: the
+// long Job goes on, a turn's worth at a time.
+func TestAWaitingNamespaceCannotStopALongSync(t *testing.T) {
+	job := newJob("job")
+	f := newFixture(t, job)
+	budget := fairlimit.New(1e6, 1_000_000, nil)
+	t.Cleanup(budget.Stop)
+	f.c.cfg.APIBudget = budget
+	f.planner.set(plan.CreatePods{Because: because("Scale"), Pods: podsToCreate(job, 100), CreationReason: plan.PodCreateNew})
+	f.c.queue.Add("hostile/job") // queued throughout
+	before := 0
+	for turn := 1; turn <= 3; turn++ {
+		_, _, _, err := f.c.sync(yieldable(context.Background()), jobKey)
+		if !errors.Is(err, errYielded) {
+			t.Fatalf("turn %d: %v, want the worker given up", turn, err)
+		}
+		made := len(f.createdPods()) - before
+		before += made
+		if made <= yieldAfter {
+			t.Errorf("turn %d: %d creations before the worker was given up, want more than %d", turn, made, yieldAfter)
+		}
 	}
 }
