@@ -25,6 +25,8 @@
 #         TENANT_JOB_PARALLELISM wide, created at once, then, once every
 #         creation has returned, namespace B's Job of BESIDE pods; B's Job is
 #         also run alone first. Its pods run TENANT_POD_RUNTIME each.
+#         TENANT_BESIDE_AFTER=pods: B's Job is created once every pod of A's
+#         Jobs exists instead, so that it meets A's finalizer removals.
 #   flood (not in the default SCENARIOS; issue 19) a hostile tenant's probe
 #         of each controller's front door: namespace B's Job of FLOOD_BESIDE
 #         pods runs FLOOD_RUNS times quietly, then while FLOODERS goroutines
@@ -52,6 +54,7 @@
 #   SIZE=2000 PARALLELISM=SIZE/10 BESIDE=2
 #   JOBS=SIZE/4 JOB_COMPLETIONS=4 JOB_PARALLELISM=2
 #   TENANT_JOBS=200 TENANT_JOB_COMPLETIONS=4 TENANT_JOB_PARALLELISM=4 TENANT_POD_RUNTIME=2s
+#   TENANT_BESIDE_AFTER=creations (or pods)
 #   FLOOD_JOBS=200 FLOOD_BESIDE=4 FLOODERS=64 FLOOD_RUNS=3
 #   SCENARIOS="big many" (or any of big, many, tenants, flood, memory) NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
 #   MEMORY_PODS=10000 MEMORY_SETTLE=130s (each memory reading watches the heaps
@@ -93,6 +96,7 @@ tenant_jobs=${TENANT_JOBS:-200}
 tenant_job_completions=${TENANT_JOB_COMPLETIONS:-4}
 tenant_job_parallelism=${TENANT_JOB_PARALLELISM:-4}
 tenant_pod_runtime=${TENANT_POD_RUNTIME:-2s}
+tenant_beside_after=${TENANT_BESIDE_AFTER:-creations}
 flood_jobs=${FLOOD_JOBS:-200}
 flood_beside=${FLOOD_BESIDE:-4}
 flooders=${FLOODERS:-64}
@@ -356,7 +360,8 @@ for pair in ${qps_pairs}; do
       log "${pair}: ${scenario}, ${variant}"
       if [[ ${scenario} == tenants ]]; then
         scenario_args=(-jobs "${tenant_jobs}" -job-completions "${tenant_job_completions}"
-          -job-parallelism "${tenant_job_parallelism}" -pod-runtime "${tenant_pod_runtime}")
+          -job-parallelism "${tenant_job_parallelism}" -pod-runtime "${tenant_pod_runtime}"
+          -beside-after "${tenant_beside_after}")
       elif [[ ${scenario} == flood ]]; then
         scenario_args=(-jobs "${flood_jobs}" -beside "${flood_beside}" -flooders "${flooders}" -flood-runs "${flood_runs}"
           -executor-addr "${executor_addr}")

@@ -27,6 +27,9 @@ type Metrics struct {
 	perJob            jobRequestCounts
 	plannerDuration   prometheus.Histogram
 	plannerErrors     prometheus.Counter
+	// syncsYielded counts the syncs that gave their worker up to another
+	// namespace (yield.go), by the action they stopped in.
+	syncsYielded *prometheus.CounterVec
 	// externalNames are the controller_name values counted so far.
 	externalNames struct {
 		sync.Mutex
@@ -119,6 +122,9 @@ func NewMetrics(withReferenceNames bool) *Metrics {
 		plannerErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "jobplane_planner_errors_total", Help: "Syncs that got no plan (planner unavailable or snapshot refused); no action was taken.",
 		}),
+		syncsYielded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jobplane_job_syncs_yielded_total", Help: "Syncs that gave their worker up to another namespace's Job before their plan's end (queued again at once), by the action they stopped in: create, delete or remove_finalizers.",
+		}, []string{"action"}),
 	}
 	m.externalNames.seen = map[string]struct{}{}
 	if withReferenceNames {
@@ -130,7 +136,7 @@ func NewMetrics(withReferenceNames bool) *Metrics {
 
 // Register adds the metrics to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	all := append(m.syncMetrics.collectors(), m.finalizersRemoved, m.apiRequests, m.apiRequestsPerJob, m.plannerDuration, m.plannerErrors)
+	all := append(m.syncMetrics.collectors(), m.finalizersRemoved, m.apiRequests, m.apiRequestsPerJob, m.plannerDuration, m.plannerErrors, m.syncsYielded)
 	if m.reference != nil {
 		all = append(all, m.reference.collectors()...)
 	}
@@ -236,4 +242,16 @@ func (m *Metrics) recordCreations(reason string, succeeded, failed int) {
 		s.podsCreated.WithLabelValues(reason, "succeeded").Add(float64(succeeded + failed))
 		s.podsCreated.WithLabelValues(reason, "failed").Add(float64(failed))
 	})
+}
+
+// recordYield counts a sync that gave its worker up in action a.
+func (m *Metrics) recordYield(a plan.Action) {
+	action := "create"
+	switch a.(type) {
+	case plan.DeletePods:
+		action = "delete"
+	case plan.RemoveFinalizers:
+		action = "remove_finalizers"
+	}
+	m.syncsYielded.WithLabelValues(action).Inc()
 }

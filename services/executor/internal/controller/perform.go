@@ -68,6 +68,9 @@ func (c *Controller) perform(ctx context.Context, key string, job *batchv1.Job, 
 		}
 		succeeded, failed, err := w.do(ctx, i, a)
 		outcomes[i] = &jobplanev1.ActionOutcome{Result: resultDone, Succeeded: int32(succeeded), Failed: int32(failed)}
+		if errors.Is(err, errYielded) {
+			c.metrics.recordYield(a)
+		}
 		if err != nil {
 			outcomes[i].Result, outcomes[i].Error = resultFailed, err.Error()
 			reason, _ := a.Why()
@@ -132,20 +135,19 @@ func (w *performer) do(ctx context.Context, i int, a plan.Action) (succeeded, fa
 // sooner, giving its worker up to another namespace (yield.go).
 func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeeded, failed int, err error) {
 	w.c.state.ExpectCreations(w.key, len(a.Pods))
-	turns := w.c.creationTurns(ctx, w.key)
+	turns := w.c.requestTurns(ctx, w.key)
 	var created, refused, notMade atomic.Int32
 	var errs errorList
 	pending := a.Pods
 	yielded := false
 	for batch := min(len(pending), slowStartInitialBatchSize); len(pending) > 0 && !yielded; batch = min(2*batch, len(pending)) {
 		failuresBefore := errs.len()
-		waiting, giveUp := context.WithCancel(ctx)
+		r := turns.round(ctx)
 		var wg sync.WaitGroup
 		for _, spec := range pending[:batch] {
 			wg.Go(func() {
-				reqCtx, ok := turns.admit(ctx, waiting, giveUp)
+				reqCtx, ok := r.admit()
 				if !ok {
-					notMade.Add(1)
 					return
 				}
 				pod := plan.NewPod(w.job, spec)
@@ -168,10 +170,8 @@ func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeede
 			})
 		}
 		wg.Wait()
-		// Given up with something left to make: creations of this
-		// batch, or later batches.
-		yielded = waiting.Err() != nil && ctx.Err() == nil && (notMade.Load() > 0 || len(pending) > batch)
-		giveUp()
+		yielded = r.end(len(pending) > batch)
+		notMade.Add(r.notMade.Load())
 		pending = pending[batch:]
 		if errs.len() > failuresBefore && len(pending) > 0 {
 			break
@@ -182,23 +182,20 @@ func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeede
 	}
 	w.c.metrics.recordCreations(a.CreationReason, int(created.Load()), int(refused.Load()))
 	failed = int(refused.Load()) + int(notMade.Load()) + len(pending)
-	switch {
-	case yielded && errs.len() == 0: // a refusal is retried with backoff, as the reference's
-		return int(created.Load()), failed, errYielded
-	case notMade.Load() > 0 && errs.len() == 0:
-		errs.add(ctx.Err()) // the sync's context ended while creations waited
-	}
-	return int(created.Load()), failed, errs.err()
+	return int(created.Load()), failed, requestsEnded(ctx, yielded, int(notMade.Load()), &errs)
 }
 
 // deletePods deletes the pods in parallel, each after removing its tracking
-// finalizer when the plan says so. A pod already gone counts as deleted.
+// finalizer when the plan says so. A pod already gone counts as deleted. A
+// worker's sync may stop sooner, giving its worker up to another namespace
+// (yield.go); the deletions not made lower the expectations again.
 func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeeded, failed int, err error) {
 	if a.ExpectDeletions {
 		w.c.state.ExpectDeletions(w.key, len(a.Pods))
 	}
 	var errs errorList
 	var deleted atomic.Int32
+	r := w.c.requestTurns(ctx, w.key).round(ctx)
 	var wg sync.WaitGroup
 	for _, ref := range a.Pods {
 		wg.Go(func() {
@@ -210,16 +207,27 @@ func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeede
 					deleted.Add(1)
 					return
 				}
-				errs.add(err)
+				if err != nil {
+					errs.add(err)
+				}
+			}
+			// The pod's first request takes its turn; a deletion
+			// after its finalizer's removal waits in its lane as any
+			// request, so that no pod is left half done.
+			reqCtx, ok := r.admit()
+			if !ok {
+				failDelete(nil)
+				return
 			}
 			if a.RemoveTrackingFinalizer {
-				if err := w.c.pods.removeFinalizer(ctx, w.job.Namespace, ref.Name, ref.UID, w.c.cfg.Finalizer); err != nil {
+				if err := w.c.pods.removeFinalizer(reqCtx, w.job.Namespace, ref.Name, ref.UID, w.c.cfg.Finalizer); err != nil {
 					failDelete(fmt.Errorf("removing the tracking finalizer: %w", err))
 					return
 				}
 				w.c.metrics.finalizersRemoved.WithLabelValues("delete").Inc()
+				reqCtx = ctx
 			}
-			err := w.c.pods.delete(ctx, w.job.Namespace, ref.Name, ref.UID)
+			err := w.c.pods.delete(reqCtx, w.job.Namespace, ref.Name, ref.UID)
 			switch {
 			case err == nil:
 				w.c.recorder.Eventf(w.job, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted pod: %v", ref.Name)
@@ -233,12 +241,16 @@ func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeede
 		})
 	}
 	wg.Wait()
-	return int(deleted.Load()), len(a.Pods) - int(deleted.Load()), errs.err()
+	yielded := r.end(false)
+	return int(deleted.Load()), len(a.Pods) - int(deleted.Load()), requestsEnded(ctx, yielded, int(r.notMade.Load()), &errs)
 }
 
 // removeFinalizers patches the pods in parallel. When some fail, the
 // uncounted pods whose finalizer did go are counted in a status write of
 // their own, as the reference does, before the action reports its failure.
+// A worker's sync may stop sooner, giving its worker up to another namespace
+// (yield.go): the pods not patched keep their finalizer and stay uncounted,
+// and the next sync removes it.
 func (w *performer) removeFinalizers(ctx context.Context, i int, a plan.RemoveFinalizers) (succeeded, failed int, err error) {
 	uids := make([]types.UID, len(a.Pods))
 	for j, ref := range a.Pods {
@@ -247,38 +259,45 @@ func (w *performer) removeFinalizers(ctx context.Context, i int, a plan.RemoveFi
 	w.c.state.ExpectFinalizersRemoved(w.key, uids)
 	var errs errorList
 	var mu sync.Mutex
-	var failedUIDs []types.UID
+	var kept []types.UID // pods whose finalizer was not removed
+	r := w.c.requestTurns(ctx, w.key).round(ctx)
 	var wg sync.WaitGroup
 	for _, ref := range a.Pods {
 		wg.Go(func() {
-			err := w.c.pods.removeFinalizer(ctx, w.job.Namespace, ref.Name, ref.UID, w.c.cfg.Finalizer)
-			if err == nil {
-				w.c.metrics.finalizersRemoved.WithLabelValues("finished").Inc()
-				return
+			var err error
+			if reqCtx, ok := r.admit(); ok {
+				if err = w.c.pods.removeFinalizer(reqCtx, w.job.Namespace, ref.Name, ref.UID, w.c.cfg.Finalizer); err == nil {
+					w.c.metrics.finalizersRemoved.WithLabelValues("finished").Inc()
+					return
+				}
 			}
 			// No update will show this removal: forget it now.
 			w.c.state.FinalizerRemovalObserved(w.key, ref.UID)
 			if gone(err) {
 				return
 			}
-			errs.add(err)
+			if err != nil {
+				errs.add(err)
+			}
 			mu.Lock()
-			failedUIDs = append(failedUIDs, ref.UID)
+			kept = append(kept, ref.UID)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	if errs.len() == 0 {
-		return len(a.Pods), 0, nil
+	yielded := r.end(false)
+	err = requestsEnded(ctx, yielded, int(r.notMade.Load()), &errs)
+	if err == nil || errors.Is(err, errYielded) {
+		return len(a.Pods) - len(kept), len(kept), err
 	}
 	if next := w.nextStatus(i); next != nil {
-		if partial, ok := plan.PartialCount(w.job.Status, next, failedUIDs); ok {
+		if partial, ok := plan.PartialCount(w.job.Status, next, kept); ok {
 			if werr := w.writeStatus(ctx, partial); werr != nil {
-				return len(a.Pods) - len(failedUIDs), len(failedUIDs), errors.Join(errs.err(), werr)
+				return len(a.Pods) - len(kept), len(kept), errors.Join(err, werr)
 			}
 		}
 	}
-	return len(a.Pods) - len(failedUIDs), len(failedUIDs), errs.err()
+	return len(a.Pods) - len(kept), len(kept), err
 }
 
 // nextStatus is the status of the first write after action i, if any.

@@ -3,25 +3,28 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/fairorder"
 )
 
-// A sync that creates hundreds of pods keeps its worker for minutes at a
-// modest API budget; with as many such syncs as workers, another
-// namespace's Job waits for all of them, the fair queue notwithstanding
-// (BENCHMARKS.md, "A tenant whose syncs are long"). Such a sync gives its
-// worker up when another namespace has a key waiting: the creations not made
-// are left as after a crash, which the reference's protocol survives (their
-// expectations are lowered; the next sync plans them again and writes the
-// status), and its key is queued again at once, behind the waiting
-// namespace. The creations still waiting for a token are given up before
-// their request is sent: one cut after it was sent may have created its
-// pod, which lowered expectations would let the next sync create again.
+// A sync that creates, deletes or removes the finalizers of hundreds of pods
+// keeps its worker for minutes at a modest API budget; with as many such
+// syncs as workers, another namespace's Job waits for all of them, the fair
+// queue notwithstanding (BENCHMARKS.md, "A tenant whose syncs are long").
+// Such a sync gives its worker up when another namespace has a key waiting:
+// the pod requests not made are left as after a crash, which the reference's
+// protocol survives (their expectations are lowered; the next sync plans
+// them again: creations and deletions by the pods it sees, finalizer
+// removals by the uncounted pods that still have one, which it counts once
+// they are gone), and its key is queued again at once, behind the waiting
+// namespace. The requests still waiting for a token are given up before
+// they are sent: a creation cut after it was sent may have made its pod,
+// which lowered expectations would let the next sync create again.
 
-// yieldAfter is how many creations a sync makes before it may give its
+// yieldAfter is how many pod requests a sync makes before it may give its
 // worker up, at the next token (the first three slow-start batches, 1 + 2 +
 // 4, and one more):
 // small syncs keep their single pass, and no extra planner call. At 32, 5
@@ -40,25 +43,25 @@ func yieldable(ctx context.Context) context.Context {
 	return context.WithValue(ctx, yieldableKey{}, true)
 }
 
-// creationTurns hands a sync's pod creations their tokens and decides when
-// the sync gives its worker up.
-type creationTurns struct {
+// requestTurns hands a sync's pod requests their tokens and decides when the
+// sync gives its worker up.
+type requestTurns struct {
 	c   *Controller
 	key string
 	// yieldable says the sync may give its worker up at all.
 	yieldable bool
-	// taken counts the tokens taken by the sync's creations.
+	// taken counts the tokens taken by the sync's pod requests.
 	taken atomic.Int32
 }
 
-func (c *Controller) creationTurns(ctx context.Context, key string) *creationTurns {
-	return &creationTurns{c: c, key: key, yieldable: ctx.Value(yieldableKey{}) != nil && c.cfg.APIBudget != nil}
+func (c *Controller) requestTurns(ctx context.Context, key string) *requestTurns {
+	return &requestTurns{c: c, key: key, yieldable: ctx.Value(yieldableKey{}) != nil && c.cfg.APIBudget != nil}
 }
 
-// admit takes one creation's token while waiting lasts (a batch's context,
-// cancelled by giveUp once the sync gives its worker up): the context to
-// make the request with, or false when it is not to be made.
-func (t *creationTurns) admit(ctx, waiting context.Context, giveUp func()) (context.Context, bool) {
+// admit takes one pod request's token while waiting lasts (a round's
+// context, cancelled by giveUp once the sync gives its worker up): the
+// context to make the request with, or false when it is not to be made.
+func (t *requestTurns) admit(ctx, waiting context.Context, giveUp func()) (context.Context, bool) {
 	if !t.yieldable {
 		return ctx, true
 	}
@@ -74,3 +77,56 @@ func (t *creationTurns) admit(ctx, waiting context.Context, giveUp func()) (cont
 // allWorkersBusy: a key queued while a worker is idle is taken at once, and
 // nobody waits for a worker to be given up.
 func (c *Controller) allWorkersBusy() bool { return c.busy.Load() >= c.workers.Load() }
+
+// round is one set of pod requests made in parallel: admit gives each its
+// turn, and the round remembers what was not made.
+type round struct {
+	turns *requestTurns
+	// ctx is the sync's; waiting, the round's own, ends when the sync gives
+	// its worker up (or at the round's end).
+	ctx, waiting context.Context
+	giveUp       context.CancelFunc
+	notMade      atomic.Int32
+}
+
+func (t *requestTurns) round(ctx context.Context) *round {
+	waiting, giveUp := context.WithCancel(ctx)
+	return &round{turns: t, ctx: ctx, waiting: waiting, giveUp: giveUp}
+}
+
+// admit is the context to make one request with, or false when it is not to
+// be made (counted as not made).
+func (r *round) admit() (context.Context, bool) {
+	reqCtx, ok := r.turns.admit(r.ctx, r.waiting, r.giveUp)
+	if !ok {
+		r.notMade.Add(1)
+	}
+	return reqCtx, ok
+}
+
+// end closes the round, once its requests have returned: whether the sync
+// gave its worker up, with something left (leftBeyond: requests of later
+// rounds).
+func (r *round) end(leftBeyond bool) (yielded bool) {
+	yielded = r.waiting.Err() != nil && r.ctx.Err() == nil && (r.notMade.Load() > 0 || leftBeyond)
+	r.giveUp()
+	return yielded
+}
+
+// requestsEnded is how a sync's pod requests ended: errYielded when it gave
+// its worker up and none was refused (a refusal is retried with backoff, as
+// the reference's); the sync's context's error when some were not made
+// because it ended; else what the requests failed with.
+func requestsEnded(ctx context.Context, yielded bool, notMade int, errs *errorList) error {
+	switch {
+	case errs.len() > 0:
+		return errs.err()
+	case yielded:
+		return errYielded
+	case notMade > 0 && ctx.Err() != nil:
+		return ctx.Err()
+	case notMade > 0:
+		return fmt.Errorf("%d pod requests not made: the API budget refused their turn", notMade)
+	}
+	return nil
+}

@@ -3,7 +3,15 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/plan"
@@ -109,5 +117,120 @@ func TestAWaitingNamespaceCannotStopALongSync(t *testing.T) {
 		if made <= yieldAfter {
 			t.Errorf("turn %d: %d creations before the worker was given up, want more than %d", turn, made, yieldAfter)
 		}
+	}
+}
+
+// Deletions and finalizer removals give the worker up as creations do: with
+// a budget of 12 tokens, while another namespace's Job waits, a sync deleting
+// (or removing the finalizers of) 100 pods makes exactly 12 pods' requests
+// and stops there. No pod is left half done: each pod whose finalizer went
+// before its deletion is deleted. The expectations keep only what was made;
+// the status write after the finalizers' removal is left to the next sync,
+// which counts the pods whose finalizer went (the others stay uncounted and
+// keep it); the yield is counted by the action it stopped in.
+func TestDeletionsAndFinalizerRemovalsGiveTheWorkerUp(t *testing.T) {
+	job := newJob("job")
+	objects := []runtime.Object{job}
+	var refs []plan.PodRef
+	for i := range 100 {
+		pod := newPod(fmt.Sprintf("pod-%03d", i), job, withFinalizers(testFinalizer), succeeded)
+		objects = append(objects, pod)
+		refs = append(refs, plan.PodRef{Name: pod.Name, UID: pod.UID})
+	}
+	counted := batchv1.JobStatus{Succeeded: 100, UncountedTerminatedPods: &batchv1.UncountedTerminatedPods{}}
+	for _, tc := range []struct {
+		name    string
+		action  plan.Action
+		metric  string
+		deletes bool
+	}{
+		{name: "deletions", action: plan.DeletePods{Because: because("Scale"), Pods: refs, ExpectDeletions: true}, metric: "delete", deletes: true},
+		{name: "deletions after the finalizer's removal", action: plan.DeletePods{Because: because("Scale"), Pods: refs, ExpectDeletions: true, RemoveTrackingFinalizer: true}, metric: "delete", deletes: true},
+		{name: "finalizer removals", action: plan.RemoveFinalizers{Because: because("Track"), Pods: refs}, metric: "remove_finalizers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, objects...)
+			budget := fairlimit.New(1e-6, 12, nil)
+			t.Cleanup(budget.Stop)
+			f.c.cfg.APIBudget = budget
+			f.planner.set(tc.action, plan.WriteStatus{Because: because("Complete"), Status: counted})
+			f.c.queue.Add(jobKey)
+			f.c.queue.Add("other/job")
+			f.c.processNextWorkItem(context.Background())
+
+			patched := f.patches()
+			var deleted []string
+			for _, a := range actionsOf[k8stesting.DeleteAction](f, "delete", "pods") {
+				deleted = append(deleted, a.GetName())
+			}
+			touched := len(patched)
+			if tc.deletes {
+				touched = len(deleted)
+				for name := range patched {
+					if !slices.Contains(deleted, name) {
+						t.Errorf("pod %s lost its finalizer but was not deleted", name)
+					}
+				}
+			}
+			if touched != 12 {
+				t.Errorf("%d pods' requests made, want the 12 the budget had tokens for", touched)
+			}
+			st := f.c.state.State(jobKey)
+			if tc.deletes && int(st.Expectations.PendingDeletions) != len(deleted) {
+				t.Errorf("%d deletions expected after the sync, want the %d made", st.Expectations.PendingDeletions, len(deleted))
+			}
+			if !tc.deletes && len(st.FinalizerRemovalsInFlight) != len(patched) {
+				t.Errorf("%d finalizer removals in flight, want the %d made", len(st.FinalizerRemovalsInFlight), len(patched))
+			}
+			if writes := f.statusWrites(); len(writes) != 0 {
+				t.Errorf("%d status writes, want none: the next sync writes the status", len(writes))
+			}
+			if got := testutil.ToFloat64(f.c.metrics.syncsYielded.WithLabelValues(tc.metric)); got != 1 {
+				t.Errorf("syncs yielded in %s = %v, want 1", tc.metric, got)
+			}
+			if next, _ := f.c.queue.Get(); next != "other/job" {
+				t.Errorf("next key %q, want the other namespace's", next)
+			}
+		})
+	}
+}
+
+// A finalizer removal refused while the sync gives its worker up is not a
+// yield: the action fails and is retried with backoff, as the reference's,
+// after counting only the pods whose finalizer did go; the pods not patched
+// stay uncounted with theirs.
+func TestARefusedFinalizerRemovalIsNoYield(t *testing.T) {
+	job := newJob("job")
+	objects := []runtime.Object{job}
+	var refs []plan.PodRef
+	var uids []types.UID
+	for i := range 100 {
+		pod := newPod(fmt.Sprintf("pod-%03d", i), job, withFinalizers(testFinalizer), succeeded)
+		objects = append(objects, pod)
+		refs = append(refs, plan.PodRef{Name: pod.Name, UID: pod.UID})
+		uids = append(uids, pod.UID)
+	}
+	f := newFixture(t, objects...)
+	budget := fairlimit.New(1e-6, 12, nil)
+	t.Cleanup(budget.Stop)
+	f.c.cfg.APIBudget = budget
+	f.failCall("patch", "pods", 1, internalError())
+	f.planner.set(
+		plan.RemoveFinalizers{Because: because("Track"), Pods: refs},
+		plan.WriteStatus{Because: because("Complete"), Status: batchv1.JobStatus{Succeeded: 100, UncountedTerminatedPods: &batchv1.UncountedTerminatedPods{}}},
+	)
+	job.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Succeeded: uids}
+	f.cache(job)
+	f.c.queue.Add("other/job")
+	_, _, _, err := f.c.sync(yieldable(context.Background()), jobKey)
+	if err == nil || errors.Is(err, errYielded) {
+		t.Fatalf("sync error %v, want the refusal", err)
+	}
+	writes := f.statusWrites()
+	if len(writes) != 1 {
+		t.Fatalf("%d status writes, want the partial count", len(writes))
+	}
+	if got := countOf(writes[0].Status); got.Succeeded != 11 || len(got.Uncounted) != 89 {
+		t.Errorf("partial count %d counted, %d uncounted; want the 11 pods whose finalizer went counted, 89 uncounted", got.Succeeded, len(got.Uncounted))
 	}
 }

@@ -145,6 +145,7 @@ type result struct {
 	// tenants (with Jobs, JobCompletions, JobParallelism of namespace A,
 	// BesidePods and BesideSecs of namespace B's Job beside them)
 	PodRuntime    string  `json:"podRuntime,omitempty"`   // how long each pod runs (fate.jobplane.dev/after)
+	BesideAfter   string  `json:"besideAfter,omitempty"`  // when B's Job was created (-beside-after)
 	AloneSecs     float64 `json:"aloneSeconds,omitempty"` // B's Job with nothing else running: seen added to seen Complete
 	AloneTimedOut bool    `json:"aloneTimedOut,omitempty"`
 	// flood (with Jobs of namespace A and BesidePods of B's Jobs): by
@@ -227,6 +228,7 @@ type options struct {
 	jobCompletions  int
 	jobParallelism  int
 	creators        int
+	besideAfter     string
 	podRuntime      time.Duration
 	countingFile    string
 	executorAddr    string
@@ -260,6 +262,7 @@ func runScenario(mode string, args []string) error {
 	fs.IntVar(&o.jobCompletions, "job-completions", 4, "many, tenants: completions of each of those Jobs")
 	fs.IntVar(&o.jobParallelism, "job-parallelism", jobParallelism, "many, tenants: parallelism of each of those Jobs")
 	fs.IntVar(&o.creators, "creators", 32, "many, tenants: Jobs created in parallel")
+	fs.StringVar(&o.besideAfter, "beside-after", besideAfterCreations, "tenants: when namespace B's Job is created: "+besideAfterCreations+" (once every creation of A's Jobs has returned: B meets A's pod creations) or "+besideAfterPods+" (once every pod of A's Jobs exists: B meets A's finalizer removals)")
 	fs.StringVar(&o.executorAddr, "executor-addr", "", "flood: the executor's gRPC address (jobplane)")
 	fs.IntVar(&o.flooders, "flooders", 64, "flood: the flooding caller's goroutines")
 	fs.IntVar(&o.floodRuns, "flood-runs", 3, "flood: namespace B's Jobs in each phase")
@@ -267,6 +270,9 @@ func runScenario(mode string, args []string) error {
 	fs.DurationVar(&o.podRuntime, "pod-runtime", podRuntime, "how long each pod runs before it succeeds (the fate.jobplane.dev/after annotation of hack/kwok/stages); 0: at once")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if o.besideAfter != besideAfterCreations && o.besideAfter != besideAfterPods {
+		return fmt.Errorf("-beside-after must be %s or %s, not %q", besideAfterCreations, besideAfterPods, o.besideAfter)
 	}
 	if o.variant != "builtin" && o.variant != "jobplane" {
 		return fmt.Errorf("-variant must be builtin or jobplane, not %q", o.variant)
@@ -597,12 +603,27 @@ func (r *runner) tenantAlone(ctx context.Context, res *result) error {
 	return nil
 }
 
+// When namespace B's Job is created (-beside-after).
+const (
+	besideAfterCreations = "creations"
+	besideAfterPods      = "pods"
+)
+
 // tenants creates namespace A's -jobs Jobs at once and, once every
-// creation has returned, namespace B's -beside-pod Job.
+// creation has returned (or every pod of them exists: -beside-after),
+// namespace B's -beside-pod Job.
 func (r *runner) tenants(ctx context.Context, res *result, deadline time.Time) error {
 	start, err := r.createSmallJobs(ctx, res)
 	if err != nil {
 		return err
+	}
+	res.BesideAfter = r.o.besideAfter
+	if r.o.besideAfter == besideAfterPods {
+		all := r.o.jobs * r.o.jobCompletions
+		if err := r.w.waitFor(deadline, func() bool { return r.w.podsIn(r.ns) >= all }); err != nil {
+			return fmt.Errorf("waiting for A's %d pods: %w", all, err)
+		}
+		log.Printf("%s: all %d of A's pods exist after %.1fs; creating B's Job", r.o.variant, all, time.Since(start).Seconds())
 	}
 	b, err := r.client.BatchV1().Jobs(r.nsB).Create(ctx, r.newJob(r.nsB, "b", r.o.beside, r.o.beside), metav1.CreateOptions{})
 	if err != nil {
@@ -981,6 +1002,19 @@ func (w *watcher) podsOf(uid types.UID) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.pods[uid]
+}
+
+// podsIn is the number of pods seen of the Jobs of ns.
+func (w *watcher) podsIn(ns string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for uid, pods := range w.pods {
+		if w.jobNS[uid] == ns {
+			n += pods
+		}
+	}
+	return n
 }
 
 func (w *watcher) podCount() int {

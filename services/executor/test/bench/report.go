@@ -156,7 +156,11 @@ func writeReport(w io.Writer, qpsOrder []string, find func(scenario, variant, qp
 	if r := firstOf(qpsOrder, find, "tenants"); r != nil {
 		p("#### Tenants: namespace A's %d Jobs of %d completions, parallelism %d, created at once, then namespace B's %d-pod Job; pods run %s\n\n",
 			r.Jobs, r.JobCompletions, r.JobParallelism, r.BesidePods, r.PodRuntime)
-		p("B alone: B's Job with nothing else running (before A's). B beside A: B's Job created once all of A's creations returned, seen added to seen Complete. A all Complete: from A's first creation to A's last Job seen Complete. API requests per pod: the controller's writes over A's and B's Jobs beside them, divided by their pods.\n\n")
+		when := "once all of A's creations returned"
+		if r.BesideAfter == besideAfterPods {
+			when = "once every pod of A's Jobs existed (A's finalizer removals under way)"
+		}
+		p("B alone: B's Job with nothing else running (before A's). B beside A: B's Job created %s, seen added to seen Complete. A all Complete: from A's first creation to A's last Job seen Complete. API requests per pod: the controller's writes over A's and B's Jobs beside them, divided by their pods.\n\n", when)
 		p("| QPS/burst | controller | B alone (s) | B beside A (s) | B beside / alone | A all Complete (s) | API requests per pod |\n")
 		p("|---|---|---:|---:|---:|---:|---:|\n")
 		rows("tenants", func(qps, v string, r *result) {
