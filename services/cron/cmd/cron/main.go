@@ -24,6 +24,7 @@ import (
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/fairorder"
+	"github.com/jobplane/jobplane/lib/fairqueue"
 	"github.com/jobplane/jobplane/lib/grpcserver"
 	"github.com/jobplane/jobplane/lib/leader"
 	"github.com/jobplane/jobplane/lib/retryinfo"
@@ -43,7 +44,10 @@ type config struct {
 	// namespaceWeights are the namespaces' shares of the workers' turns and
 	// of the API budget.
 	namespaceWeights fairorder.Weights
-	lease            leader.Flags
+	// weightAnnotations reads the namespaces' weights from their
+	// annotation, over namespaceWeights.
+	weightAnnotations bool
+	lease             leader.Flags
 	// dropIn runs batch/v1 CronJobs in place of the built-in CronJob
 	// controller.
 	dropIn bool
@@ -60,6 +64,7 @@ func (c *config) registerFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.qps, "kube-api-qps", 20, "Kubernetes API requests per second")
 	fs.IntVar(&c.burst, "kube-api-burst", 30, "Kubernetes API request burst")
 	fs.Var(&c.namespaceWeights, "namespace-weights", "namespaces' shares of the workers' turns and of the Kubernetes API budget, as team-a=4,team-b=2 (weights 1 to 1000); a namespace not listed has weight 1")
+	fs.BoolVar(&c.weightAnnotations, "namespace-weight-annotations", true, "a namespace's annotation "+fairqueue.WeightAnnotation+" (1 to 1000; the executor's) sets its weight, over -namespace-weights; needs list and watch on namespaces")
 	fs.BoolVar(&c.dropIn, "drop-in", false, "run batch/v1 CronJobs too, in place of kube-controller-manager's CronJob controller (run it with --controllers=*,-cronjob-controller): their Jobs owned by them, their status in batch/v1's status, jobplane's extensions from annotations under cron.jobplane.dev/, events from cronjob-controller and the reference's cronjob_controller_* metrics")
 	fs.BoolVar(&c.customCronJobs, "jobplane-cronjobs", true, "run jobplane's CronJobs (cronjobs.jobplane.dev); false, with -drop-in, where the custom resource is not installed")
 	c.lease.Register(fs, "jobplane-cron")
@@ -126,11 +131,12 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	restCfg.UserAgent = "jobplane-cron"
 	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
 	restCfg.Wrap(metrics.Transport)
-	kube, err := kubernetes.NewForConfig(fairBudget(restCfg, cfg))
+	shares := fairqueue.NewNamespaceShares(cfg.namespaceWeights, log)
+	kube, err := kubernetes.NewForConfig(fairBudget(restCfg, cfg, shares))
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(fairBudget(restCfg, cfg))
+	dyn, err := dynamic.NewForConfig(fairBudget(restCfg, cfg, shares))
 	if err != nil {
 		return err
 	}
@@ -139,6 +145,11 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 		return fmt.Errorf("executor client: %w", err)
 	}
 	jobInformers := informers.NewSharedInformerFactory(kube, 0)
+	if cfg.weightAnnotations {
+		if err := shares.Watch(jobInformers.Core().V1().Namespaces().Informer()); err != nil {
+			return fmt.Errorf("watching the namespaces' weights: %w", err)
+		}
+	}
 	var cronJobs dynamic.NamespaceableResourceInterface
 	var cronJobInformers dynamicinformer.DynamicSharedInformerFactory
 	if cfg.customCronJobs {
@@ -147,7 +158,7 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 	}
 	ctrl, err := controller.New(controller.Config{
 		Kube: kube, Informers: jobInformers, CronJobs: cronJobs, CronJobInformers: cronJobInformers,
-		DropIn: cfg.dropIn, EventSource: cfg.eventSource(), NamespaceWeights: cfg.namespaceWeights,
+		DropIn: cfg.dropIn, EventSource: cfg.eventSource(), NamespaceWeights: shares,
 		Executor: jobplanev1.NewExecutorServiceClient(conn), Local: time.Local, Log: log, Metrics: metrics,
 	})
 	if err != nil {
@@ -196,11 +207,11 @@ func setup(ctx context.Context, cfg config, srv *grpcserver.Server, log *slog.Lo
 
 // fairBudget is restCfg with an API budget of its own (as client-go gives
 // each client), shared fairly between namespaces then CronJobs
-// (fairlimit): a namespace whose CronJobs are all due at once takes its turns
-// beside another's one CronJob instead of before it.
-func fairBudget(restCfg *rest.Config, cfg config) *rest.Config {
+// (fairlimit), by their shares: a namespace whose CronJobs are all due at
+// once takes its turns beside another's one CronJob instead of before it.
+func fairBudget(restCfg *rest.Config, cfg config, shares fairorder.Shares) *rest.Config {
 	c := rest.CopyConfig(restCfg)
-	c.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst, cfg.namespaceWeights)
+	c.RateLimiter = fairlimit.New(float32(cfg.qps), cfg.burst, shares)
 	return c
 }
 

@@ -112,6 +112,18 @@ func TestTheCronControllersRolesAreExactlyWhatItUses(t *testing.T) {
 			}
 			return err
 		}},
+		// The namespaces' weights (-namespace-weight-annotations).
+		{What: "list and watch namespaces", Do: func(ctx context.Context) error {
+			list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1})
+			if err != nil {
+				return err
+			}
+			w, err := kube.CoreV1().Namespaces().Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, TimeoutSeconds: ptr.To[int64](1)})
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}},
 		{What: "read a CronJob", Do: func(ctx context.Context) error {
 			_, err := cronJobs.Namespace(namespace).Get(ctx, "nightly", metav1.GetOptions{})
 			return err
