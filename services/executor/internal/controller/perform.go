@@ -52,13 +52,15 @@ type performer struct {
 	plan *plan.Plan
 	// podGroup is the PodGroup the Job's pods join; nil: none.
 	podGroup *schedulingv1alpha2.PodGroup
+	// turns gives the sync's pod requests their tokens (yield.go).
+	turns *requestTurns
 }
 
 // perform performs p's actions in order and stops at the first that fails;
 // the actions after it are Skipped. It returns one outcome per action and
 // the Job after. The pods it creates join podGroup, when not nil.
 func (c *Controller) perform(ctx context.Context, key string, job *batchv1.Job, p *plan.Plan, podGroup *schedulingv1alpha2.PodGroup) ([]*jobplanev1.ActionOutcome, *batchv1.Job, error) {
-	w := &performer{c: c, key: key, job: job, plan: p, podGroup: podGroup}
+	w := &performer{c: c, key: key, job: job, plan: p, podGroup: podGroup, turns: c.requestTurns(ctx, key)}
 	outcomes := make([]*jobplanev1.ActionOutcome, len(p.Actions))
 	var failure error
 	for i, a := range p.Actions {
@@ -135,14 +137,13 @@ func (w *performer) do(ctx context.Context, i int, a plan.Action) (succeeded, fa
 // sooner, giving its worker up to another namespace (yield.go).
 func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeeded, failed int, err error) {
 	w.c.state.ExpectCreations(w.key, len(a.Pods))
-	turns := w.c.requestTurns(ctx, w.key)
 	var created, refused, notMade atomic.Int32
 	var errs errorList
 	pending := a.Pods
 	yielded := false
 	for batch := min(len(pending), slowStartInitialBatchSize); len(pending) > 0 && !yielded; batch = min(2*batch, len(pending)) {
 		failuresBefore := errs.len()
-		r := turns.round(ctx)
+		r := w.turns.round(ctx)
 		var wg sync.WaitGroup
 		for _, spec := range pending[:batch] {
 			wg.Go(func() {
@@ -195,7 +196,7 @@ func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeede
 	}
 	var errs errorList
 	var deleted atomic.Int32
-	r := w.c.requestTurns(ctx, w.key).round(ctx)
+	r := w.turns.round(ctx)
 	var wg sync.WaitGroup
 	for _, ref := range a.Pods {
 		wg.Go(func() {
@@ -260,7 +261,7 @@ func (w *performer) removeFinalizers(ctx context.Context, i int, a plan.RemoveFi
 	var errs errorList
 	var mu sync.Mutex
 	var kept []types.UID // pods whose finalizer was not removed
-	r := w.c.requestTurns(ctx, w.key).round(ctx)
+	r := w.turns.round(ctx)
 	var wg sync.WaitGroup
 	for _, ref := range a.Pods {
 		wg.Go(func() {

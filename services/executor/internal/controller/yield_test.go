@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
@@ -232,5 +233,40 @@ func TestARefusedFinalizerRemovalIsNoYield(t *testing.T) {
 	}
 	if got := countOf(writes[0].Status); got.Succeeded != 11 || len(got.Uncounted) != 89 {
 		t.Errorf("partial count %d counted, %d uncounted; want the 11 pods whose finalizer went counted, 89 uncounted", got.Succeeded, len(got.Uncounted))
+	}
+}
+
+// A sync's pod requests are counted together, whatever their action: 6
+// deletions then 100 finalizer removals, with 12 tokens while another
+// namespace's Job waits, make the 6 deletions and 6 removals, giving the
+// worker up at the 9th request of the sync.
+func TestASyncsRequestsCountTogether(t *testing.T) {
+	job := newJob("job")
+	objects := []runtime.Object{job}
+	var refs []plan.PodRef
+	for i := range 106 {
+		pod := newPod(fmt.Sprintf("pod-%03d", i), job, withFinalizers(testFinalizer), succeeded)
+		objects = append(objects, pod)
+		refs = append(refs, plan.PodRef{Name: pod.Name, UID: pod.UID})
+	}
+	f := newFixture(t, objects...)
+	budget := fairlimit.New(1e-6, 12, nil)
+	t.Cleanup(budget.Stop)
+	f.c.cfg.APIBudget = budget
+	f.planner.set(
+		plan.DeletePods{Because: because("Scale"), Pods: refs[:6], ExpectDeletions: true},
+		plan.RemoveFinalizers{Because: because("Track"), Pods: refs[6:]},
+	)
+	f.c.queue.Add("other/job")
+	// Should the removals count from 0, they would wait for tokens the
+	// budget does not have: the deadline ends the sync instead.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, _, err := f.c.sync(yieldable(ctx), jobKey); !errors.Is(err, errYielded) {
+		t.Fatalf("sync error %v, want the worker given up", err)
+	}
+	deleted := len(actionsOf[k8stesting.DeleteAction](f, "delete", "pods"))
+	if patched := len(f.patches()); deleted != 6 || patched != 6 {
+		t.Errorf("%d deletions and %d finalizer removals, want 6 and 6", deleted, patched)
 	}
 }
