@@ -70,6 +70,76 @@ func TestOneNamespacesBurstDoesNotHoldBackAnothersJob(t *testing.T) {
 	}
 }
 
+// The long syncs of TestOneNamespacesLongSyncsDoNotHoldBackAnothersJob: as
+// many Jobs as the executor has workers (its default 5), each of longPods
+// pods at once, so that each of their syncs creating their pods or removing
+// their finalizers takes longPods/4 s at the default QPS of 20.
+const (
+	longJobs = 5
+	longPods = 100
+)
+
+// TestOneNamespacesLongSyncsDoNotHoldBackAnothersJob: namespace long-busy
+// creates 5 Jobs of 100 pods; once all 500 pods exist, when each of its 5
+// syncs removes the finalizers of up to 100 finished pods at a fifth of the
+// budget, namespace long-quiet creates one Job of 2 pods. The busy
+// namespace's syncs give their workers up to it (a worker's sync stops at
+// the next token after its first 8 requests while another namespace's Job
+// waits), so the quiet Job completes within a small part of the time the
+// busy namespace still takes. (When every sync kept its worker to its end,
+// the quiet Job waited for one, then for another for its last sync, and
+// completed about with the busy namespace's last Job.)
+func TestOneNamespacesLongSyncsDoNotHoldBackAnothersJob(t *testing.T) {
+	if builtinOnly() {
+		t.Skip("needs jobplane's services")
+	}
+	e := sharedEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	busy := newNamespace(t, e, "long-busy")
+	quiet := newNamespace(t, e, "long-quiet")
+	done := watchCompletions(ctx, t, e, busy, quiet)
+
+	start := time.Now()
+	createJobs(ctx, t, e, busy, longJobs, longPods)
+	waitForPods(ctx, t, e, busy, longJobs*longPods)
+	created := time.Now()
+	createJobs(ctx, t, e, quiet, 1, quietPods)
+
+	quietAt := done.wait(ctx, t, quiet, 1)
+	busyAtQuiet := done.count(busy)
+	lastAt := done.wait(ctx, t, busy, longJobs)
+	quietTook, busyLeft := quietAt.Sub(created), lastAt.Sub(created)
+	t.Logf("%d Jobs of %d pods in %s: all pods after %s, all complete %s later; the Job of %d pods in %s complete %s after its creation, when %d of %s's Jobs were",
+		longJobs, longPods, busy, created.Sub(start).Round(100*time.Millisecond), busyLeft.Round(100*time.Millisecond),
+		quietPods, quiet, quietTook.Round(100*time.Millisecond), busyAtQuiet, busy)
+	if quietTook > busyLeft/3 {
+		t.Errorf("the quiet namespace's Job took %s, over a third of the %s the busy namespace's Jobs still took: it waited behind their syncs",
+			quietTook.Round(100*time.Millisecond), busyLeft.Round(100*time.Millisecond))
+	}
+}
+
+// waitForPods waits until namespace ns has n pods.
+func waitForPods(ctx context.Context, t *testing.T, e *Env, ns string, n int) {
+	t.Helper()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pods, err := e.Cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) >= n {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d pods in %s when the test's time ran out", len(pods.Items), n, ns)
+		}
+	}
+}
+
 // createJobs creates n jobplane Jobs of pods pods each, whose pods run 2 s,
 // in namespace ns, at once.
 func createJobs(ctx context.Context, t *testing.T, e *Env, ns string, n int, pods int32) {
