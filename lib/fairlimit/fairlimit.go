@@ -132,6 +132,9 @@ func New(qps float32, burst int, weights fairorder.Shares) *Limiter {
 
 // Wait blocks until the request of ctx's lane may go, or ctx ends.
 func (l *Limiter) Wait(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err // as x/time/rate's: no token for a request already given up
+	}
 	if used, ok := ctx.Value(admittedType{}).(*atomic.Bool); ok && used.CompareAndSwap(false, true) {
 		return nil
 	}

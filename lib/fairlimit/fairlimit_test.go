@@ -403,3 +403,19 @@ func countNamespaces(grants []string) map[string]int {
 	}
 	return n
 }
+
+// A request whose context has already ended takes no token, even one the
+// bucket has free, as x/time/rate's Wait: a sync that gave its worker up
+// sends nothing more.
+func TestARequestAlreadyGivenUpTakesNoToken(t *testing.T) {
+	l := New(1e-6, 1, nil)
+	t.Cleanup(l.Stop)
+	given, cancel := context.WithCancel(WithKey(context.Background(), "ns/a"))
+	cancel()
+	if err := l.Wait(given); err == nil {
+		t.Fatal("a request given up was let go")
+	}
+	if !l.TryAccept() {
+		t.Error("the bucket's one token was taken by the request given up")
+	}
+}

@@ -105,9 +105,10 @@ type Config struct {
 	// NamespaceWeights are the namespaces' shares of the workers' turns;
 	// nil: all equal.
 	NamespaceWeights fairorder.Shares
-	// APIBudget is the clients' rate limiter: a worker's sync takes its
-	// pod creations' tokens from it itself, so that it can give its worker
-	// up to another namespace without cutting a request sent (yield.go).
+	// APIBudget is the clients' rate limiter: a worker's sync takes the
+	// tokens of its pods' first requests from it itself, so that it can
+	// give its worker up to another namespace without cutting a request
+	// sent (yield.go).
 	// nil: syncs never give their worker up.
 	APIBudget *fairlimit.Limiter
 }
@@ -280,7 +281,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	// lost: the sync's remaining writes then fail at once, as the
 	// reference's do, so a new leader never races a replica that no longer
 	// leads. What was not done is planned again by the next sync.
-	_, _, _, err := c.sync(yieldable(ctx), key)
+	_, _, _, err := c.sync(yieldable(ctx, c.cfg.Clock.Now()), key)
 	if errors.Is(err, errYielded) {
 		// Not a failure: queued again at once, behind the namespace
 		// it gave its worker up to.

@@ -72,6 +72,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 		planner:  &fakePlanner{plan: &plan.Plan{}},
 		recorder: record.NewFakeRecorder(1000),
 	}
+	f.planner.clock = f.clock
 	f.factory = informers.NewSharedInformerFactory(f.client, 0)
 	// The fake tracker does not generate names: do it as the API server
 	// would, numbering pods in the order the creations reach it.
@@ -260,11 +261,18 @@ type fakePlanner struct {
 	plan     *plan.Plan
 	err      error
 	requests []*jobplanev1.PlanSyncRequest
+	// takes is how long a call seems to take: the fake clock, when set,
+	// steps that much.
+	takes time.Duration
+	clock *testingclock.FakeClock
 }
 
 func (p *fakePlanner) Plan(_ context.Context, req *jobplanev1.PlanSyncRequest) (*jobplanev1.SyncPlan, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.takes > 0 {
+		p.clock.Step(p.takes)
+	}
 	p.requests = append(p.requests, req)
 	if p.err != nil {
 		return nil, p.err

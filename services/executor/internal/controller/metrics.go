@@ -246,8 +246,10 @@ func (m *Metrics) recordCreations(reason string, succeeded, failed int) {
 
 // recordYield counts a sync that gave its worker up in action a.
 func (m *Metrics) recordYield(a plan.Action) {
-	action := "create"
+	action := "other"
 	switch a.(type) {
+	case plan.CreatePods:
+		action = "create"
 	case plan.DeletePods:
 		action = "delete"
 	case plan.RemoveFinalizers:

@@ -189,35 +189,43 @@ func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeede
 // deletePods deletes the pods in parallel, each after removing its tracking
 // finalizer when the plan says so. A pod already gone counts as deleted. A
 // worker's sync may stop sooner, giving its worker up to another namespace
-// (yield.go); the deletions not made lower the expectations again.
+// (yield.go), when the deletions are expected: those not made lower the
+// expectations again.
 func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeeded, failed int, err error) {
 	if a.ExpectDeletions {
 		w.c.state.ExpectDeletions(w.key, len(a.Pods))
 	}
 	var errs errorList
 	var deleted atomic.Int32
-	r := w.turns.round(ctx)
+	// A finishing Job's deletions have no expectations to keep the next
+	// sync, queued at once, from deleting again the pods its cache still
+	// shows: they are all made.
+	r := w.turns.wholeRound(ctx)
+	if a.ExpectDeletions {
+		r = w.turns.round(ctx)
+	}
 	var wg sync.WaitGroup
 	for _, ref := range a.Pods {
 		wg.Go(func() {
-			failDelete := func(err error) {
+			lowerExpectation := func() {
 				if a.ExpectDeletions {
 					w.c.state.DeletionsObserved(w.key, 1)
 				}
+			}
+			failDelete := func(err error) {
+				lowerExpectation()
 				if gone(err) {
 					deleted.Add(1)
 					return
 				}
-				if err != nil {
-					errs.add(err)
-				}
+				errs.add(err)
 			}
-			// The pod's first request takes its turn; a deletion
-			// after its finalizer's removal waits in its lane as any
-			// request, so that no pod is left half done.
+			// The pod's first request takes its turn; its deletion after
+			// its finalizer's removal is made whatever the round, so that
+			// giving the worker up never leaves a pod half done.
 			reqCtx, ok := r.admit()
 			if !ok {
-				failDelete(nil)
+				lowerExpectation()
 				return
 			}
 			if a.RemoveTrackingFinalizer {

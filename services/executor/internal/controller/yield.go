@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/fairorder"
@@ -25,53 +26,55 @@ import (
 // which lowered expectations would let the next sync create again.
 
 // yieldAfter is how many pod requests a sync makes before it may give its
-// worker up, at the next token (the first three slow-start batches, 1 + 2 +
-// 4, and one more):
-// small syncs keep their single pass, and no extra planner call. At 32, 5
-// syncs of 500 creations each made 160 before any gave its worker up, and
-// another namespace's Job waited 7 s for one (BENCHMARKS.md).
+// worker up, at the next token (for creations, the first three slow-start
+// batches, 1 + 2 + 4, and one more): small syncs keep their single pass, and
+// no extra planner call. At 32, 5 syncs of 500 creations each made 160
+// before any gave its worker up, and another namespace's Job waited 7 s for
+// one (BENCHMARKS.md).
 const yieldAfter = 8
+
+// yieldAfterHeld is how long a sync holds its worker before it may give it
+// up: each turn given up costs the Job a planner call and a status write
+// more, so a namespace that keeps a key queued makes another's long sync pay
+// that at most once a second, however large the API budget.
+const yieldAfterHeld = time.Second
 
 // errYielded: the sync gave its worker up to another namespace's Job.
 var errYielded = errors.New("gave the worker up to another namespace's Job; queued again")
 
-type yieldableKey struct{}
+type heldSinceKey struct{}
 
-// yieldable marks a worker's sync as one that may give its worker up; the
-// RPCs' syncs never do (their caller waits for the whole plan).
-func yieldable(ctx context.Context) context.Context {
-	return context.WithValue(ctx, yieldableKey{}, true)
+// yieldable marks a worker's sync, holding its worker since since, as one
+// that may give its worker up; the RPCs' syncs never do (their caller waits
+// for the whole plan).
+func yieldable(ctx context.Context, since time.Time) context.Context {
+	return context.WithValue(ctx, heldSinceKey{}, since)
 }
 
-// requestTurns hands a sync's pod requests their tokens and decides when the
-// sync gives its worker up.
+// requestTurns hands a sync's pod requests their tokens, counted together
+// whatever their action, and decides when the sync gives its worker up.
 type requestTurns struct {
 	c   *Controller
 	key string
-	// yieldable says the sync may give its worker up at all.
+	// yieldable says the sync may give its worker up at all, once it has
+	// held it since heldSince.
 	yieldable bool
+	heldSince time.Time
 	// taken counts the tokens taken by the sync's pod requests.
 	taken atomic.Int32
 }
 
 func (c *Controller) requestTurns(ctx context.Context, key string) *requestTurns {
-	return &requestTurns{c: c, key: key, yieldable: ctx.Value(yieldableKey{}) != nil && c.cfg.APIBudget != nil}
+	since, yieldable := ctx.Value(heldSinceKey{}).(time.Time)
+	return &requestTurns{c: c, key: key, yieldable: yieldable && c.cfg.APIBudget != nil, heldSince: since}
 }
 
-// admit takes one pod request's token while waiting lasts (a round's
-// context, cancelled by giveUp once the sync gives its worker up): the
-// context to make the request with, or false when it is not to be made.
-func (t *requestTurns) admit(ctx, waiting context.Context, giveUp func()) (context.Context, bool) {
-	if !t.yieldable {
-		return ctx, true
-	}
-	if err := t.c.cfg.APIBudget.Wait(waiting); err != nil {
-		return nil, false
-	}
-	if t.taken.Add(1) > yieldAfter && t.c.allWorkersBusy() && t.c.order.WaitingBesides(fairorder.NamespaceOf(t.key)) {
-		giveUp()
-	}
-	return fairlimit.Admitted(ctx), true
+// mayYield says whether the sync, having just taken a token, gives its
+// worker up: past its first yieldAfter requests and yieldAfterHeld, while
+// every worker is busy and another namespace's key waits.
+func (t *requestTurns) mayYield() bool {
+	return t.taken.Add(1) > yieldAfter && t.c.cfg.Clock.Since(t.heldSince) >= yieldAfterHeld &&
+		t.c.allWorkersBusy() && t.c.order.WaitingBesides(fairorder.NamespaceOf(t.key))
 }
 
 // allWorkersBusy: a key queued while a worker is idle is taken at once, and
@@ -79,9 +82,11 @@ func (t *requestTurns) admit(ctx, waiting context.Context, giveUp func()) (conte
 func (c *Controller) allWorkersBusy() bool { return c.busy.Load() >= c.workers.Load() }
 
 // round is one set of pod requests made in parallel: admit gives each its
-// turn, and the round remembers what was not made.
+// token, and the round remembers what was not made.
 type round struct {
 	turns *requestTurns
+	// whole: the round's requests are all made, none given up.
+	whole bool
 	// ctx is the sync's; waiting, the round's own, ends when the sync gives
 	// its worker up (or at the round's end).
 	ctx, waiting context.Context
@@ -89,26 +94,44 @@ type round struct {
 	notMade      atomic.Int32
 }
 
+// round starts a round of requests that the sync may give up.
 func (t *requestTurns) round(ctx context.Context) *round {
 	waiting, giveUp := context.WithCancel(ctx)
 	return &round{turns: t, ctx: ctx, waiting: waiting, giveUp: giveUp}
 }
 
-// admit is the context to make one request with, or false when it is not to
-// be made (counted as not made).
+// wholeRound starts a round whose requests are all made: what it leaves
+// undone, no expectation would keep the next sync from doing again.
+func (t *requestTurns) wholeRound(ctx context.Context) *round {
+	r := t.round(ctx)
+	r.whole = true
+	return r
+}
+
+// admit takes one request's token while the round's waiting lasts: the
+// context to make the request with, or false when it is not to be made
+// (counted as not made). Its token taken, a request is sent as admitted,
+// so the client does not wait for another.
 func (r *round) admit() (context.Context, bool) {
-	reqCtx, ok := r.turns.admit(r.ctx, r.waiting, r.giveUp)
-	if !ok {
-		r.notMade.Add(1)
+	t := r.turns
+	if !t.yieldable {
+		return r.ctx, true
 	}
-	return reqCtx, ok
+	if err := t.c.cfg.APIBudget.Wait(r.waiting); err != nil {
+		r.notMade.Add(1)
+		return nil, false
+	}
+	if t.mayYield() && !r.whole {
+		r.giveUp()
+	}
+	return fairlimit.Admitted(r.ctx), true
 }
 
 // end closes the round, once its requests have returned: whether the sync
-// gave its worker up, with something left (leftBeyond: requests of later
-// rounds).
-func (r *round) end(leftBeyond bool) (yielded bool) {
-	yielded = r.waiting.Err() != nil && r.ctx.Err() == nil && (r.notMade.Load() > 0 || leftBeyond)
+// gave its worker up with something left (laterRounds: requests of rounds
+// after this one).
+func (r *round) end(laterRounds bool) (yielded bool) {
+	yielded = r.waiting.Err() != nil && r.ctx.Err() == nil && (r.notMade.Load() > 0 || laterRounds)
 	r.giveUp()
 	return yielded
 }
@@ -125,8 +148,8 @@ func requestsEnded(ctx context.Context, yielded bool, notMade int, errs *errorLi
 		return errYielded
 	case notMade > 0 && ctx.Err() != nil:
 		return ctx.Err()
-	case notMade > 0:
-		return fmt.Errorf("%d pod requests not made: the API budget refused their turn", notMade)
+	case notMade > 0: // not made, yet neither given up nor ended: a bug
+		return fmt.Errorf("internal error: %d pod requests not made", notMade)
 	}
 	return nil
 }

@@ -10,35 +10,40 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/plan"
 )
 
-// A worker's sync creating 100 pods, while another namespace's Job waits for
-// a worker, gives its worker up at the token after its first yieldAfter
-// creations: the creations still waiting for a token are not made (with a
-// budget of 12 tokens, exactly 12 are: batches 1, 2 and 4, then 5 of the
-// batch of 8, the 9th token giving the worker up), the expectations are
-// lowered for the rest, the rest of its plan is left to the next sync, and
-// its key is queued again behind the other namespace's. With nobody else
-// waiting, another Job of its own namespace waiting, or from the SyncJob
-// RPC, the same sync makes all 100.
+// A worker's sync creating 100 pods, having held its worker for
+// yieldAfterHeld, while another namespace's Job waits for a worker, gives its
+// worker up at the token after its first yieldAfter creations: the creations
+// still waiting for a token are not made (with a budget of 12 tokens, 9 to
+// 12 are: batches 1, 2 and 4, then those of the batch of 8 that took a token
+// before the 9th gave the worker up), the expectations are lowered for the
+// rest, the rest of its plan is left to the next sync, and its key is queued
+// again behind the other namespace's. With nobody else waiting, another Job
+// of its own namespace waiting, from the SyncJob RPC, or having held its
+// worker for less than yieldAfterHeld, the same sync makes all 100.
 func TestALongSyncGivesItsWorkerUpToAnotherNamespace(t *testing.T) {
 	job := newJob("job")
 	for _, tc := range []struct {
 		name      string
 		waiting   string // a key queued behind the Job's; "": none
 		rpc       bool
+		briefly   bool // the planner answers at once
 		wantYield bool
 	}{
 		{name: "another namespace's Job waits", waiting: "other/job", wantYield: true},
 		{name: "nobody else waits"},
 		{name: "another Job of its namespace waits", waiting: testNamespace + "/job-2"},
 		{name: "the SyncJob RPC's sync", waiting: "other/job", rpc: true},
+		{name: "a sync that has held its worker under yieldAfterHeld", waiting: "other/job", briefly: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, job)
@@ -49,6 +54,9 @@ func TestALongSyncGivesItsWorkerUpToAnotherNamespace(t *testing.T) {
 			budget := fairlimit.New(qps, burst, nil)
 			t.Cleanup(budget.Stop)
 			f.c.cfg.APIBudget = budget
+			if !tc.briefly {
+				f.planner.takes = yieldAfterHeld
+			}
 			f.planner.set(
 				plan.CreatePods{Because: because("Scale"), Pods: podsToCreate(job, 100), CreationReason: plan.PodCreateNew},
 				afterCreate,
@@ -77,8 +85,8 @@ func TestALongSyncGivesItsWorkerUpToAnotherNamespace(t *testing.T) {
 				}
 				return
 			}
-			if created != 12 {
-				t.Errorf("%d pods created, want the 12 the budget had tokens for", created)
+			if created <= yieldAfter || created > 12 {
+				t.Errorf("%d pods created, want more than %d and at most the 12 the budget had tokens for", created, yieldAfter)
 			}
 			for _, e := range f.events() {
 				if e == "Normal AfterCreate after" {
@@ -105,11 +113,12 @@ func TestAWaitingNamespaceCannotStopALongSync(t *testing.T) {
 	budget := fairlimit.New(1e6, 1_000_000, nil)
 	t.Cleanup(budget.Stop)
 	f.c.cfg.APIBudget = budget
+	f.planner.takes = yieldAfterHeld
 	f.planner.set(plan.CreatePods{Because: because("Scale"), Pods: podsToCreate(job, 100), CreationReason: plan.PodCreateNew})
 	f.c.queue.Add("hostile/job") // queued throughout
 	before := 0
 	for turn := 1; turn <= 3; turn++ {
-		_, _, _, err := f.c.sync(yieldable(context.Background()), jobKey)
+		_, _, _, err := f.c.sync(yieldable(context.Background(), f.clock.Now()), jobKey)
 		if !errors.Is(err, errYielded) {
 			t.Fatalf("turn %d: %v, want the worker given up", turn, err)
 		}
@@ -123,8 +132,8 @@ func TestAWaitingNamespaceCannotStopALongSync(t *testing.T) {
 
 // Deletions and finalizer removals give the worker up as creations do: with
 // a budget of 12 tokens, while another namespace's Job waits, a sync deleting
-// (or removing the finalizers of) 100 pods makes exactly 12 pods' requests
-// and stops there. No pod is left half done: each pod whose finalizer went
+// (or removing the finalizers of) 100 pods makes 9 to 12 pods' requests and
+// stops there. No pod is left half done: each pod whose finalizer went
 // before its deletion is deleted. The expectations keep only what was made;
 // the status write after the finalizers' removal is left to the next sync,
 // which counts the pods whose finalizer went (the others stay uncounted and
@@ -151,9 +160,11 @@ func TestDeletionsAndFinalizerRemovalsGiveTheWorkerUp(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, objects...)
+			f.c.pods.client = cancellablePods{f.c.pods.client}
 			budget := fairlimit.New(1e-6, 12, nil)
 			t.Cleanup(budget.Stop)
 			f.c.cfg.APIBudget = budget
+			f.planner.takes = yieldAfterHeld
 			f.planner.set(tc.action, plan.WriteStatus{Because: because("Complete"), Status: counted})
 			f.c.queue.Add(jobKey)
 			f.c.queue.Add("other/job")
@@ -173,8 +184,8 @@ func TestDeletionsAndFinalizerRemovalsGiveTheWorkerUp(t *testing.T) {
 					}
 				}
 			}
-			if touched != 12 {
-				t.Errorf("%d pods' requests made, want the 12 the budget had tokens for", touched)
+			if touched <= yieldAfter || touched > 12 {
+				t.Errorf("%d pods' requests made, want more than %d and at most the 12 the budget had tokens for", touched, yieldAfter)
 			}
 			st := f.c.state.State(jobKey)
 			if tc.deletes && int(st.Expectations.PendingDeletions) != len(deleted) {
@@ -215,6 +226,7 @@ func TestARefusedFinalizerRemovalIsNoYield(t *testing.T) {
 	budget := fairlimit.New(1e-6, 12, nil)
 	t.Cleanup(budget.Stop)
 	f.c.cfg.APIBudget = budget
+	f.planner.takes = yieldAfterHeld
 	f.failCall("patch", "pods", 1, internalError())
 	f.planner.set(
 		plan.RemoveFinalizers{Because: because("Track"), Pods: refs},
@@ -223,7 +235,7 @@ func TestARefusedFinalizerRemovalIsNoYield(t *testing.T) {
 	job.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Succeeded: uids}
 	f.cache(job)
 	f.c.queue.Add("other/job")
-	_, _, _, err := f.c.sync(yieldable(context.Background()), jobKey)
+	_, _, _, err := f.c.sync(yieldable(context.Background(), f.clock.Now()), jobKey)
 	if err == nil || errors.Is(err, errYielded) {
 		t.Fatalf("sync error %v, want the refusal", err)
 	}
@@ -231,14 +243,15 @@ func TestARefusedFinalizerRemovalIsNoYield(t *testing.T) {
 	if len(writes) != 1 {
 		t.Fatalf("%d status writes, want the partial count", len(writes))
 	}
-	if got := countOf(writes[0].Status); got.Succeeded != 11 || len(got.Uncounted) != 89 {
-		t.Errorf("partial count %d counted, %d uncounted; want the 11 pods whose finalizer went counted, 89 uncounted", got.Succeeded, len(got.Uncounted))
+	removed := int32(len(f.patches()) - 1) // the first patch was refused
+	if got := countOf(writes[0].Status); got.Succeeded != removed || int32(len(got.Uncounted)) != 100-removed {
+		t.Errorf("partial count %d counted, %d uncounted; want the %d pods whose finalizer went counted, the rest uncounted", got.Succeeded, len(got.Uncounted), removed)
 	}
 }
 
 // A sync's pod requests are counted together, whatever their action: 6
 // deletions then 100 finalizer removals, with 12 tokens while another
-// namespace's Job waits, make the 6 deletions and 6 removals, giving the
+// namespace's Job waits, make the 6 deletions and 3 to 6 removals, giving the
 // worker up at the 9th request of the sync.
 func TestASyncsRequestsCountTogether(t *testing.T) {
 	job := newJob("job")
@@ -253,6 +266,7 @@ func TestASyncsRequestsCountTogether(t *testing.T) {
 	budget := fairlimit.New(1e-6, 12, nil)
 	t.Cleanup(budget.Stop)
 	f.c.cfg.APIBudget = budget
+	f.planner.takes = yieldAfterHeld
 	f.planner.set(
 		plan.DeletePods{Because: because("Scale"), Pods: refs[:6], ExpectDeletions: true},
 		plan.RemoveFinalizers{Because: because("Track"), Pods: refs[6:]},
@@ -262,11 +276,64 @@ func TestASyncsRequestsCountTogether(t *testing.T) {
 	// budget does not have: the deadline ends the sync instead.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, _, _, err := f.c.sync(yieldable(ctx), jobKey); !errors.Is(err, errYielded) {
+	if _, _, _, err := f.c.sync(yieldable(ctx, f.clock.Now()), jobKey); !errors.Is(err, errYielded) {
 		t.Fatalf("sync error %v, want the worker given up", err)
 	}
 	deleted := len(actionsOf[k8stesting.DeleteAction](f, "delete", "pods"))
-	if patched := len(f.patches()); deleted != 6 || patched != 6 {
-		t.Errorf("%d deletions and %d finalizer removals, want 6 and 6", deleted, patched)
+	if patched := len(f.patches()); deleted != 6 || patched < 3 || patched > 6 {
+		t.Errorf("%d deletions and %d finalizer removals, want 6 and 3 to 6", deleted, patched)
 	}
+}
+
+// A finishing Job's deletions (no expectations: the next sync, queued at
+// once, could delete again the pods its cache still shows) are all made,
+// while the same deletions expected give the worker up.
+func TestAFinishingJobsDeletionsAreAllMade(t *testing.T) {
+	job := newJob("job")
+	objects := []runtime.Object{job}
+	var refs []plan.PodRef
+	for i := range 100 {
+		pod := newPod(fmt.Sprintf("pod-%03d", i), job, withFinalizers(testFinalizer))
+		objects = append(objects, pod)
+		refs = append(refs, plan.PodRef{Name: pod.Name, UID: pod.UID})
+	}
+	for _, expected := range []bool{false, true} {
+		t.Run(fmt.Sprintf("expected %v", expected), func(t *testing.T) {
+			f := newFixture(t, objects...)
+			budget := fairlimit.New(1e6, 1, nil)
+			t.Cleanup(budget.Stop)
+			f.c.cfg.APIBudget = budget
+			f.planner.takes = yieldAfterHeld
+			f.planner.set(plan.DeletePods{Because: because("BackoffLimitExceeded"), Pods: refs, ExpectDeletions: expected})
+			f.c.queue.Add("other/job")
+			_, _, _, err := f.c.sync(yieldable(context.Background(), f.clock.Now()), jobKey)
+			deleted := len(actionsOf[k8stesting.DeleteAction](f, "delete", "pods"))
+			if expected {
+				if !errors.Is(err, errYielded) || deleted == 100 {
+					t.Errorf("sync error %v after %d deletions, want the worker given up before the 100th", err, deleted)
+				}
+				return
+			}
+			if err != nil || deleted != 100 {
+				t.Errorf("sync error %v after %d deletions, want all 100 made", err, deleted)
+			}
+		})
+	}
+}
+
+// cancellablePods fails a pod deletion whose context has ended, as a real
+// client does (the fake ignores contexts).
+type cancellablePods struct{ typedcorev1.PodsGetter }
+
+func (g cancellablePods) Pods(namespace string) typedcorev1.PodInterface {
+	return cancellablePodInterface{g.PodsGetter.Pods(namespace)}
+}
+
+type cancellablePodInterface struct{ typedcorev1.PodInterface }
+
+func (p cancellablePodInterface) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return p.PodInterface.Delete(ctx, name, opts)
 }
