@@ -294,7 +294,14 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 		return true
 	}
-	c.log.Warn("sync failed; retrying with backoff", "job", key, "err", err)
+	var stale *jobstate.StaleCacheError
+	if errors.As(err, &stale) {
+		// Not a failure either: the cache's event of our own write
+		// queues the key again; the backoff is the backstop.
+		c.log.Debug("cache behind the executor's own write; sync put off", "job", key, "err", err)
+	} else {
+		c.log.Warn("sync failed; retrying with backoff", "job", key, "err", err)
+	}
 	c.queue.AddRateLimited(key)
 	return true
 }
