@@ -200,9 +200,11 @@ func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeede
 	// A finishing Job's deletions have no expectations to keep the next
 	// sync, queued at once, from deleting again the pods its cache still
 	// shows: they are all made.
-	r := w.turns.wholeRound(ctx)
+	var r *round
 	if a.ExpectDeletions {
 		r = w.turns.round(ctx)
+	} else {
+		r = w.turns.wholeRound(ctx)
 	}
 	var wg sync.WaitGroup
 	for _, ref := range a.Pods {
