@@ -13,6 +13,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -340,10 +341,23 @@ func stateOf(ctx context.Context, e *Env, ns string, st batchv1.CronJobStatus) (
 			// after its own delete: a race of its cache, not a decision.
 			continue
 		}
+		if name, ok := unexpectedJobName(ev); ok && jobs[name] == nil {
+			// The same race: a Job it deleted (Replace), still in its
+			// informer, taken for one it did not create.
+			continue
+		}
 		if r := ev.Type + "/" + ev.Reason; !slices.Contains(s.Events, r) {
 			s.Events = append(s.Events, r)
 		}
 	}
 	slices.Sort(s.Events)
 	return s, nil
+}
+
+// unexpectedJobName is the Job an UnexpectedJob event names (the
+// reference's "Saw a job that the controller did not create or forgot:
+// NAME"); false for another event.
+func unexpectedJobName(ev corev1.Event) (string, bool) {
+	_, name, ok := strings.Cut(ev.Message, "did not create or forgot: ")
+	return name, ok && ev.Reason == "UnexpectedJob"
 }
