@@ -110,10 +110,7 @@ func TestALongSyncGivesItsWorkerUpToAnotherNamespace(t *testing.T) {
 func TestAWaitingNamespaceCannotStopALongSync(t *testing.T) {
 	job := newJob("job")
 	f := newFixture(t, job)
-	budget := fairlimit.New(1e6, 1_000_000, nil)
-	t.Cleanup(budget.Stop)
-	f.c.cfg.APIBudget = budget
-	f.planner.takes = yieldAfterHeld
+	f.budget(1e6, 1_000_000)
 	f.planner.set(plan.CreatePods{Because: because("Scale"), Pods: podsToCreate(job, 100), CreationReason: plan.PodCreateNew})
 	f.c.queue.Add("hostile/job") // queued throughout
 	before := 0
@@ -140,13 +137,7 @@ func TestAWaitingNamespaceCannotStopALongSync(t *testing.T) {
 // keep it); the yield is counted by the action it stopped in.
 func TestDeletionsAndFinalizerRemovalsGiveTheWorkerUp(t *testing.T) {
 	job := newJob("job")
-	objects := []runtime.Object{job}
-	var refs []plan.PodRef
-	for i := range 100 {
-		pod := newPod(fmt.Sprintf("pod-%03d", i), job, withFinalizers(testFinalizer), succeeded)
-		objects = append(objects, pod)
-		refs = append(refs, plan.PodRef{Name: pod.Name, UID: pod.UID})
-	}
+	objects, refs := withPods(job, 100, succeeded)
 	counted := batchv1.JobStatus{Succeeded: 100, UncountedTerminatedPods: &batchv1.UncountedTerminatedPods{}}
 	for _, tc := range []struct {
 		name    string
@@ -161,10 +152,7 @@ func TestDeletionsAndFinalizerRemovalsGiveTheWorkerUp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, objects...)
 			f.c.pods.client = cancellablePods{f.c.pods.client}
-			budget := fairlimit.New(1e-6, 12, nil)
-			t.Cleanup(budget.Stop)
-			f.c.cfg.APIBudget = budget
-			f.planner.takes = yieldAfterHeld
+			f.budget(1e-6, 12)
 			f.planner.set(tc.action, plan.WriteStatus{Because: because("Complete"), Status: counted})
 			f.c.queue.Add(jobKey)
 			f.c.queue.Add("other/job")
@@ -213,20 +201,13 @@ func TestDeletionsAndFinalizerRemovalsGiveTheWorkerUp(t *testing.T) {
 // stay uncounted with theirs.
 func TestARefusedFinalizerRemovalIsNoYield(t *testing.T) {
 	job := newJob("job")
-	objects := []runtime.Object{job}
-	var refs []plan.PodRef
+	objects, refs := withPods(job, 100, succeeded)
 	var uids []types.UID
-	for i := range 100 {
-		pod := newPod(fmt.Sprintf("pod-%03d", i), job, withFinalizers(testFinalizer), succeeded)
-		objects = append(objects, pod)
-		refs = append(refs, plan.PodRef{Name: pod.Name, UID: pod.UID})
-		uids = append(uids, pod.UID)
+	for _, ref := range refs {
+		uids = append(uids, ref.UID)
 	}
 	f := newFixture(t, objects...)
-	budget := fairlimit.New(1e-6, 12, nil)
-	t.Cleanup(budget.Stop)
-	f.c.cfg.APIBudget = budget
-	f.planner.takes = yieldAfterHeld
+	f.budget(1e-6, 12)
 	f.failCall("patch", "pods", 1, internalError())
 	f.planner.set(
 		plan.RemoveFinalizers{Because: because("Track"), Pods: refs},
@@ -255,18 +236,9 @@ func TestARefusedFinalizerRemovalIsNoYield(t *testing.T) {
 // worker up at the 9th request of the sync.
 func TestASyncsRequestsCountTogether(t *testing.T) {
 	job := newJob("job")
-	objects := []runtime.Object{job}
-	var refs []plan.PodRef
-	for i := range 106 {
-		pod := newPod(fmt.Sprintf("pod-%03d", i), job, withFinalizers(testFinalizer), succeeded)
-		objects = append(objects, pod)
-		refs = append(refs, plan.PodRef{Name: pod.Name, UID: pod.UID})
-	}
+	objects, refs := withPods(job, 106, succeeded)
 	f := newFixture(t, objects...)
-	budget := fairlimit.New(1e-6, 12, nil)
-	t.Cleanup(budget.Stop)
-	f.c.cfg.APIBudget = budget
-	f.planner.takes = yieldAfterHeld
+	f.budget(1e-6, 12)
 	f.planner.set(
 		plan.DeletePods{Because: because("Scale"), Pods: refs[:6], ExpectDeletions: true},
 		plan.RemoveFinalizers{Because: because("Track"), Pods: refs[6:]},
@@ -290,20 +262,11 @@ func TestASyncsRequestsCountTogether(t *testing.T) {
 // while the same deletions expected give the worker up.
 func TestAFinishingJobsDeletionsAreAllMade(t *testing.T) {
 	job := newJob("job")
-	objects := []runtime.Object{job}
-	var refs []plan.PodRef
-	for i := range 100 {
-		pod := newPod(fmt.Sprintf("pod-%03d", i), job, withFinalizers(testFinalizer))
-		objects = append(objects, pod)
-		refs = append(refs, plan.PodRef{Name: pod.Name, UID: pod.UID})
-	}
+	objects, refs := withPods(job, 100)
 	for _, expected := range []bool{false, true} {
 		t.Run(fmt.Sprintf("expected %v", expected), func(t *testing.T) {
 			f := newFixture(t, objects...)
-			budget := fairlimit.New(1e6, 1, nil)
-			t.Cleanup(budget.Stop)
-			f.c.cfg.APIBudget = budget
-			f.planner.takes = yieldAfterHeld
+			f.budget(1e6, 1)
 			f.planner.set(plan.DeletePods{Because: because("BackoffLimitExceeded"), Pods: refs, ExpectDeletions: expected})
 			f.c.queue.Add("other/job")
 			_, _, _, err := f.c.sync(yieldable(context.Background(), f.clock.Now()), jobKey)
@@ -336,4 +299,26 @@ func (p cancellablePodInterface) Delete(ctx context.Context, name string, opts m
 		return err
 	}
 	return p.PodInterface.Delete(ctx, name, opts)
+}
+
+// withPods is job and n pods of it, with the tracking finalizer (and opts),
+// as the fixture's objects, and the references to the pods.
+func withPods(job *batchv1.Job, n int, opts ...podOption) ([]runtime.Object, []plan.PodRef) {
+	objects := []runtime.Object{job}
+	var refs []plan.PodRef
+	for i := range n {
+		pod := newPod(fmt.Sprintf("pod-%03d", i), job, append([]podOption{withFinalizers(testFinalizer)}, opts...)...)
+		objects = append(objects, pod)
+		refs = append(refs, plan.PodRef{Name: pod.Name, UID: pod.UID})
+	}
+	return objects, refs
+}
+
+// budget makes the controller's API budget qps and burst, and each sync hold
+// its worker long enough to give it up.
+func (f *fixture) budget(qps float32, burst int) {
+	budget := fairlimit.New(qps, burst, nil)
+	f.t.Cleanup(budget.Stop)
+	f.c.cfg.APIBudget = budget
+	f.planner.takes = yieldAfterHeld
 }

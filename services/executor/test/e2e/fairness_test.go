@@ -34,15 +34,7 @@ const (
 // when the busy namespace's last Job does.) It runs alone, as a top-level
 // test that is not parallel, at the executor's default QPS and burst.
 func TestOneNamespacesBurstDoesNotHoldBackAnothersJob(t *testing.T) {
-	if builtinOnly() {
-		t.Skip("needs jobplane's services")
-	}
-	e := sharedEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	busy := newNamespace(t, e, "fair-busy")
-	quiet := newNamespace(t, e, "fair-quiet")
-	done := watchCompletions(ctx, t, e, busy, quiet)
+	e, ctx, busy, quiet, done := busyAndQuiet(t, "fair")
 
 	start := time.Now()
 	createJobs(ctx, t, e, busy, burstJobs, burstPods)
@@ -90,15 +82,7 @@ const (
 // the quiet Job waited for one, then for another for its last sync, and
 // completed about with the busy namespace's last Job.)
 func TestOneNamespacesLongSyncsDoNotHoldBackAnothersJob(t *testing.T) {
-	if builtinOnly() {
-		t.Skip("needs jobplane's services")
-	}
-	e := sharedEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	busy := newNamespace(t, e, "long-busy")
-	quiet := newNamespace(t, e, "long-quiet")
-	done := watchCompletions(ctx, t, e, busy, quiet)
+	e, ctx, busy, quiet, done := busyAndQuiet(t, "long")
 
 	start := time.Now()
 	createJobs(ctx, t, e, busy, longJobs, longPods)
@@ -138,6 +122,25 @@ func waitForPods(ctx context.Context, t *testing.T, e *Env, ns string, n int) {
 			t.Fatalf("%d of %d pods in %s when the test's time ran out", len(pods.Items), n, ns)
 		}
 	}
+}
+
+// busyAndQuiet starts a fairness test: namespaces PREFIX-busy and
+// PREFIX-quiet, whose Jobs' completions are followed, and 4 minutes for the
+// test (its context ends with it).
+func busyAndQuiet(t *testing.T, prefix string) (e *Env, ctx context.Context, busy, quiet string, done *completions) {
+	t.Helper()
+	if builtinOnly() {
+		t.Skip("needs jobplane's services")
+	}
+	e = sharedEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	busy = newNamespace(t, e, prefix+"-busy")
+	quiet = newNamespace(t, e, prefix+"-quiet")
+	done = watchCompletions(ctx, t, e, busy, quiet)
+	// Registered last, so run first: the informers' shutdown waits for
+	// the context's end.
+	t.Cleanup(cancel)
+	return e, ctx, busy, quiet, done
 }
 
 // createJobs creates n jobplane Jobs of pods pods each, whose pods run 2 s,
