@@ -27,6 +27,10 @@
 #         also run alone first. Its pods run TENANT_POD_RUNTIME each.
 #         TENANT_BESIDE_AFTER=pods: B's Job is created once every pod of A's
 #         Jobs exists instead, so that it meets A's finalizer removals.
+#         TENANT_BESIDE_AFTER=deadline: A's pods run until deleted; once they
+#         all exist, A's Jobs pass their deadline (activeDeadlineSeconds: 1)
+#         and B's Job is created, so that it meets the deletions of A's
+#         active pods, then their finalizer removals; A's Jobs end Failed.
 #   flood (not in the default SCENARIOS; issue 19) a hostile tenant's probe
 #         of each controller's front door: namespace B's Job of FLOOD_BESIDE
 #         pods runs FLOOD_RUNS times quietly, then while FLOODERS goroutines
@@ -54,7 +58,7 @@
 #   SIZE=2000 PARALLELISM=SIZE/10 BESIDE=2
 #   JOBS=SIZE/4 JOB_COMPLETIONS=4 JOB_PARALLELISM=2
 #   TENANT_JOBS=200 TENANT_JOB_COMPLETIONS=4 TENANT_JOB_PARALLELISM=4 TENANT_POD_RUNTIME=2s
-#   TENANT_BESIDE_AFTER=creations (or pods)
+#   TENANT_BESIDE_AFTER=creations (or pods, deadline)
 #   FLOOD_JOBS=200 FLOOD_BESIDE=4 FLOODERS=64 FLOOD_RUNS=3
 #   SCENARIOS="big many" (or any of big, many, tenants, flood, memory) NODES=10 WORKERS=5 SCENARIO_TIMEOUT=20m
 #   MEMORY_PODS=10000 MEMORY_SETTLE=130s (each memory reading watches the heaps

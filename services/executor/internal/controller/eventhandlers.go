@@ -182,6 +182,8 @@ func (c *Controller) deletePod(obj any, final bool) {
 		}
 		return
 	}
+	// Whatever became of its Job, the pod's deletion is no longer in flight.
+	c.state.DeletionObserved(pod.Namespace+"/"+ref.Name, pod.UID)
 	job := c.resolveControllerRef(pod.Namespace, ref)
 	if job == nil || isFinished(job) {
 		// No sync of the Job will remove this finalizer.

@@ -189,33 +189,35 @@ func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeede
 // deletePods deletes the pods in parallel, each after removing its tracking
 // finalizer when the plan says so. A pod already gone counts as deleted. A
 // worker's sync may stop sooner, giving its worker up to another namespace
-// (yield.go), when the deletions are expected: those not made lower the
-// expectations again.
+// (yield.go): expected deletions not made lower the expectations again; a
+// finishing Job's deletions, which count none, are tracked instead until
+// the informer shows them, and a pod whose deletion is in flight counts as
+// deleted without a second request.
 func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeeded, failed int, err error) {
+	pods := a.Pods
+	var deleted atomic.Int32
 	if a.ExpectDeletions {
-		w.c.state.ExpectDeletions(w.key, len(a.Pods))
+		w.c.state.ExpectDeletions(w.key, len(pods))
+	} else {
+		pods = w.deletionsNotInFlight(pods)
+		deleted.Add(int32(len(a.Pods) - len(pods)))
+		w.c.state.TrackDeletions(w.key, uidsOf(pods))
 	}
 	var errs errorList
-	var deleted atomic.Int32
-	// A finishing Job's deletions have no expectations to keep the next
-	// sync, queued at once, from deleting again the pods its cache still
-	// shows: they are all made.
-	var r *round
-	if a.ExpectDeletions {
-		r = w.turns.round(ctx)
-	} else {
-		r = w.turns.wholeRound(ctx)
-	}
+	r := w.turns.round(ctx)
 	var wg sync.WaitGroup
-	for _, ref := range a.Pods {
+	for _, ref := range pods {
 		wg.Go(func() {
-			lowerExpectation := func() {
+			// notMade: the informer will show no deletion of the pod.
+			notMade := func() {
 				if a.ExpectDeletions {
 					w.c.state.DeletionsObserved(w.key, 1)
+				} else {
+					w.c.state.DeletionObserved(w.key, ref.UID)
 				}
 			}
 			failDelete := func(err error) {
-				lowerExpectation()
+				notMade()
 				if gone(err) {
 					deleted.Add(1)
 					return
@@ -227,7 +229,7 @@ func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeede
 			// giving the worker up never leaves a pod half done.
 			reqCtx, ok := r.admit()
 			if !ok {
-				lowerExpectation()
+				notMade()
 				return
 			}
 			if a.RemoveTrackingFinalizer {
@@ -256,6 +258,28 @@ func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeede
 	return int(deleted.Load()), len(a.Pods) - int(deleted.Load()), requestsEnded(ctx, yielded, int(r.notMade.Load()), &errs)
 }
 
+// deletionsNotInFlight is pods less those whose deletion, issued by an
+// earlier sync, the informer has not shown yet: deleting them again would
+// succeed as the first deletion did (the reference's stale cache does so),
+// at the cost of a request.
+func (w *performer) deletionsNotInFlight(pods []plan.PodRef) []plan.PodRef {
+	left := make([]plan.PodRef, 0, len(pods))
+	for _, ref := range pods {
+		if !w.c.state.DeletionInFlight(w.key, ref.UID) {
+			left = append(left, ref)
+		}
+	}
+	return left
+}
+
+func uidsOf(pods []plan.PodRef) []types.UID {
+	uids := make([]types.UID, len(pods))
+	for i, ref := range pods {
+		uids[i] = ref.UID
+	}
+	return uids
+}
+
 // removeFinalizers patches the pods in parallel. When some fail, the
 // uncounted pods whose finalizer did go are counted in a status write of
 // their own, as the reference does, before the action reports its failure.
@@ -263,11 +287,7 @@ func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeede
 // (yield.go): the pods not patched keep their finalizer and stay uncounted,
 // and the next sync removes it.
 func (w *performer) removeFinalizers(ctx context.Context, i int, a plan.RemoveFinalizers) (succeeded, failed int, err error) {
-	uids := make([]types.UID, len(a.Pods))
-	for j, ref := range a.Pods {
-		uids[j] = ref.UID
-	}
-	w.c.state.ExpectFinalizersRemoved(w.key, uids)
+	w.c.state.ExpectFinalizersRemoved(w.key, uidsOf(a.Pods))
 	var errs errorList
 	var mu sync.Mutex
 	var kept []types.UID // pods whose finalizer was not removed

@@ -20,8 +20,9 @@ import (
 // protocol survives (their expectations are lowered; the next sync plans
 // them again: creations and deletions by the pods it sees, finalizer
 // removals by the uncounted pods that still have one, which it counts once
-// they are gone), and its key is queued again at once, behind the waiting
-// namespace. The requests still waiting for a token are given up before
+// they are gone; a finishing Job's deletions, which have no expectations,
+// skip the pods whose deletion is in flight), and its key is queued again at
+// once, behind the waiting namespace. The requests still waiting for a token are given up before
 // they are sent: a creation cut after it was sent may have made its pod,
 // which lowered expectations would let the next sync create again.
 
@@ -85,8 +86,6 @@ func (c *Controller) allWorkersBusy() bool { return c.busy.Load() >= c.workers.L
 // token, and the round remembers what was not made.
 type round struct {
 	turns *requestTurns
-	// whole: the round's requests are all made, none given up.
-	whole bool
 	// ctx is the sync's; waiting, the round's own, ends when the sync gives
 	// its worker up (or at the round's end).
 	ctx, waiting context.Context
@@ -98,14 +97,6 @@ type round struct {
 func (t *requestTurns) round(ctx context.Context) *round {
 	waiting, giveUp := context.WithCancel(ctx)
 	return &round{turns: t, ctx: ctx, waiting: waiting, giveUp: giveUp}
-}
-
-// wholeRound starts a round whose requests are all made: what it leaves
-// undone, no expectation would keep the next sync from doing again.
-func (t *requestTurns) wholeRound(ctx context.Context) *round {
-	r := t.round(ctx)
-	r.whole = true
-	return r
 }
 
 // admit takes one request's token while the round's waiting lasts: the
@@ -121,7 +112,7 @@ func (r *round) admit() (context.Context, bool) {
 		r.notMade.Add(1)
 		return nil, false
 	}
-	if t.mayYield() && !r.whole {
+	if t.mayYield() {
 		r.giveUp()
 	}
 	return fairlimit.Admitted(r.ctx), true

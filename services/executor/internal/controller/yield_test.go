@@ -10,11 +10,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/plan"
@@ -159,10 +161,7 @@ func TestDeletionsAndFinalizerRemovalsGiveTheWorkerUp(t *testing.T) {
 			f.c.processNextWorkItem(context.Background())
 
 			patched := f.patches()
-			var deleted []string
-			for _, a := range actionsOf[k8stesting.DeleteAction](f, "delete", "pods") {
-				deleted = append(deleted, a.GetName())
-			}
+			deleted := deletedNames(f)
 			touched := len(patched)
 			if tc.deletes {
 				touched = len(deleted)
@@ -257,31 +256,93 @@ func TestASyncsRequestsCountTogether(t *testing.T) {
 	}
 }
 
-// A finishing Job's deletions (no expectations: the next sync, queued at
-// once, could delete again the pods its cache still shows) are all made,
-// while the same deletions expected give the worker up.
-func TestAFinishingJobsDeletionsAreAllMade(t *testing.T) {
+// A finishing Job's deletions (no expectations, as the reference's
+// deleteActivePods) give the worker up as expected ones do; the next sync,
+// whose cache still shows every pod active, deletes only the pods not yet
+// deleted, counting the others as deleted without a second request; once the
+// informer shows each pod deleting, nothing of it is remembered.
+func TestAFinishingJobsDeletionsAreEachMadeOnce(t *testing.T) {
 	job := newJob("job")
 	objects, refs := withPods(job, 100)
-	for _, expected := range []bool{false, true} {
-		t.Run(fmt.Sprintf("expected %v", expected), func(t *testing.T) {
-			f := newFixture(t, objects...)
-			f.budget(1e6, 1)
-			f.planner.set(plan.DeletePods{Because: because("BackoffLimitExceeded"), Pods: refs, ExpectDeletions: expected})
-			f.c.queue.Add("other/job")
-			_, _, _, err := f.c.sync(yieldable(context.Background(), f.clock.Now()), jobKey)
-			deleted := len(actionsOf[k8stesting.DeleteAction](f, "delete", "pods"))
-			if expected {
-				if !errors.Is(err, errYielded) || deleted == 100 {
-					t.Errorf("sync error %v after %d deletions, want the worker given up before the 100th", err, deleted)
-				}
-				return
-			}
-			if err != nil || deleted != 100 {
-				t.Errorf("sync error %v after %d deletions, want all 100 made", err, deleted)
-			}
-		})
+	f := newFixture(t, objects...)
+	f.budget(1e-6, 12)
+	deleteActive := plan.DeletePods{Because: because("BackoffLimitExceeded"), Pods: refs}
+	f.planner.set(deleteActive, plan.WriteStatus{Because: because("Terminating"), Status: batchv1.JobStatus{Terminating: ptr.To[int32](100)}})
+	f.c.queue.Add("other/job")
+	if _, _, _, err := f.c.sync(yieldable(context.Background(), f.clock.Now()), jobKey); !errors.Is(err, errYielded) {
+		t.Fatalf("first sync: %v, want the worker given up", err)
 	}
+	first := deletedNames(f)
+	if len(first) <= yieldAfter || len(first) > 12 {
+		t.Fatalf("%d deletions in the first sync, want more than %d and at most the 12 the budget had tokens for", len(first), yieldAfter)
+	}
+	for _, ref := range refs {
+		if inFlight := f.c.state.DeletionInFlight(jobKey, ref.UID); inFlight != slices.Contains(first, ref.Name) {
+			t.Errorf("pod %s: deletion in flight %v, want it only for the pods deleted", ref.Name, inFlight)
+		}
+	}
+	if writes := f.statusWrites(); len(writes) != 0 {
+		t.Errorf("%d status writes after the first sync, want none", len(writes))
+	}
+
+	f.budget(1e6, 1_000_000)
+	_, outcomes, _, err := f.c.sync(context.Background(), jobKey)
+	if err != nil {
+		t.Fatalf("second sync: %v", err)
+	}
+	if outcomes[0].Succeeded != 100 {
+		t.Errorf("the second sync's deletions: %d succeeded, want all 100 (those in flight count as deleted)", outcomes[0].Succeeded)
+	}
+	all := deletedNames(f)
+	slices.Sort(all)
+	if len(all) != 100 || len(slices.Compact(slices.Clone(all))) != 100 {
+		t.Errorf("%d deletions in both syncs of %d pods, want each pod deleted once", len(all), len(slices.Compact(all)))
+	}
+	if writes := f.statusWrites(); len(writes) != 1 {
+		t.Errorf("%d status writes after the second sync, want its one", len(writes))
+	}
+
+	for _, obj := range objects[1:] {
+		pod := obj.(*corev1.Pod).DeepCopy()
+		pod.DeletionTimestamp = &metav1.Time{Time: f.clock.Now()}
+		f.c.deletePod(pod, false)
+	}
+	for _, ref := range refs {
+		if f.c.state.DeletionInFlight(jobKey, ref.UID) {
+			t.Fatalf("pod %s: deletion still in flight once the informer showed it", ref.Name)
+		}
+	}
+}
+
+// A finishing Job's deletion refused, or not made, is not in flight: the
+// next sync makes it.
+func TestAFinishingJobsDeletionNotMadeIsNotInFlight(t *testing.T) {
+	job := newJob("job")
+	objects, refs := withPods(job, 3)
+	f := newFixture(t, objects...)
+	f.failCall("delete", "pods", 1, internalError())
+	f.planner.set(plan.DeletePods{Because: because("BackoffLimitExceeded"), Pods: refs})
+	if _, _, _, err := f.c.sync(context.Background(), jobKey); err == nil {
+		t.Fatal("sync succeeded, want the refused deletion's error")
+	}
+	inFlight := 0
+	for _, ref := range refs {
+		if f.c.state.DeletionInFlight(jobKey, ref.UID) {
+			inFlight++
+		}
+	}
+	if inFlight != 2 {
+		t.Errorf("%d deletions in flight, want the 2 made", inFlight)
+	}
+}
+
+// deletedNames is the names of the pods deleted, in order.
+func deletedNames(f *fixture) []string {
+	var names []string
+	for _, a := range actionsOf[k8stesting.DeleteAction](f, "delete", "pods") {
+		names = append(names, a.GetName())
+	}
+	return names
 }
 
 // cancellablePods fails a pod deletion whose context has ended, as a real

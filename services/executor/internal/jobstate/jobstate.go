@@ -1,7 +1,8 @@
 // Package jobstate is the executor's memory of each Job that the cluster does
 // not show (the reference's ControllerExpectations, uidTrackingExpectations,
 // backoffStore and finishedJobExpectations): pod creations and deletions
-// issued and not yet observed, finalizer removals in flight, the pod-failure
+// issued and not yet observed, finalizer removals and a finishing Job's pod
+// deletions in flight, the pod-failure
 // backoff record, and Jobs whose finishing write is not yet observed. It is
 // sent to the planner with every snapshot. Pure and safe for concurrent use;
 // the clock is injected.
@@ -32,7 +33,10 @@ type jobState struct {
 	recordedAt           time.Time
 	hasExpectations      bool
 	removals             map[types.UID]bool
-	backoff              *plan.BackoffRecord
+	// deleting: a finishing Job's pod deletions issued and not yet
+	// observed, which count no expectation.
+	deleting map[types.UID]bool
+	backoff  *plan.BackoffRecord
 	// written is the newest resourceVersion this executor wrote, by
 	// resource.
 	written map[string]string
@@ -123,6 +127,44 @@ func (s *Store) FinalizerRemovalObserved(key string, uid types.UID) {
 	}
 }
 
+// TrackDeletions records a finishing Job's pod deletions about to be
+// issued. They count no expectation (the reference's deleteActivePods sets
+// none), yet a sync that gives its worker up in their midst is queued again
+// at once, and its cache may not yet show the pods it deleted as deleting:
+// the performer skips a pod whose deletion is in flight, rather than
+// deleting it twice.
+func (s *Store) TrackDeletions(key string, uids []types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.job(key)
+	if j.deleting == nil {
+		j.deleting = make(map[types.UID]bool, len(uids))
+	}
+	for _, uid := range uids {
+		j.deleting[uid] = true
+	}
+}
+
+// DeletionInFlight says whether the pod's deletion was issued and is not
+// yet observed.
+func (s *Store) DeletionInFlight(key string, uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[key]
+	return ok && j.deleting[uid]
+}
+
+// DeletionObserved forgets a tracked deletion: seen by the informer, or not
+// made.
+func (s *Store) DeletionObserved(key string, uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j, ok := s.jobs[key]; ok {
+		delete(j.deleting, uid)
+		s.dropIfEmpty(key, j)
+	}
+}
+
 // SetBackoff stores the Job's pod-failure backoff record.
 func (s *Store) SetBackoff(key string, rec plan.BackoffRecord) {
 	s.mu.Lock()
@@ -131,15 +173,20 @@ func (s *Store) SetBackoff(key string, rec plan.BackoffRecord) {
 }
 
 // Release drops the expectations and backoff record of a finished Job; its
-// finalizer removals in flight stay until observed.
+// finalizer removals and deletions in flight stay until observed.
 func (s *Store) Release(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if j, ok := s.jobs[key]; ok {
 		j.hasExpectations, j.creations, j.deletions, j.backoff, j.written = false, 0, 0, nil, nil
-		if len(j.removals) == 0 {
-			delete(s.jobs, key)
-		}
+		s.dropIfEmpty(key, j)
+	}
+}
+
+// dropIfEmpty forgets a Job of which nothing is left to remember.
+func (s *Store) dropIfEmpty(key string, j *jobState) {
+	if !j.hasExpectations && j.backoff == nil && j.written == nil && len(j.removals) == 0 && len(j.deleting) == 0 {
+		delete(s.jobs, key)
 	}
 }
 

@@ -141,6 +141,29 @@ func TestReleaseForgetsJobWithoutRemovals(t *testing.T) {
 	}
 }
 
+// A finishing Job's deletions are in flight from their tracking to their
+// observation, across the Job's release; the released Job is forgotten once
+// the last is observed.
+func TestDeletionsInFlight(t *testing.T) {
+	s := New(testingclock.NewFakePassiveClock(t0))
+	s.TrackDeletions(key, []types.UID{"a", "b"})
+	if !s.DeletionInFlight(key, "a") || !s.DeletionInFlight(key, "b") || s.DeletionInFlight(key, "c") || s.DeletionInFlight("ns/other", "a") {
+		t.Fatal("want a and b in flight for the Job, and nothing else")
+	}
+	if st := s.State(key); !reflect.DeepEqual(st, plan.State{}) {
+		t.Errorf("state %+v, want nothing told to the planner", st)
+	}
+	s.Release(key)
+	s.DeletionObserved(key, "a")
+	if s.DeletionInFlight(key, "a") || !s.DeletionInFlight(key, "b") {
+		t.Error("want only b in flight after a's observation, the release notwithstanding")
+	}
+	s.DeletionObserved(key, "b")
+	if _, ok := s.jobs[key]; ok {
+		t.Errorf("released Job with nothing in flight still held: %+v", s.jobs[key])
+	}
+}
+
 // The reference's TestImmediateJobRecreation: a Job deleted and created
 // again with the same name before a sync saw it gone does not inherit the
 // old one's backoff record (nor its awaited writes); expectations stay

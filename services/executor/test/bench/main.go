@@ -262,7 +262,7 @@ func runScenario(mode string, args []string) error {
 	fs.IntVar(&o.jobCompletions, "job-completions", 4, "many, tenants: completions of each of those Jobs")
 	fs.IntVar(&o.jobParallelism, "job-parallelism", jobParallelism, "many, tenants: parallelism of each of those Jobs")
 	fs.IntVar(&o.creators, "creators", 32, "many, tenants: Jobs created in parallel")
-	fs.StringVar(&o.besideAfter, "beside-after", besideAfterCreations, "tenants: when namespace B's Job is created: "+besideAfterCreations+" (once every creation of A's Jobs has returned: B meets A's pod creations) or "+besideAfterPods+" (once every pod of A's Jobs exists: B meets A's finalizer removals)")
+	fs.StringVar(&o.besideAfter, "beside-after", besideAfterCreations, "tenants: when namespace B's Job is created: "+besideAfterCreations+" (once every creation of A's Jobs has returned: B meets A's pod creations), "+besideAfterPods+" (once every pod of A's Jobs exists: B meets A's finalizer removals) or "+besideAfterDeadline+" (A's pods run until deleted; once they all exist, A's Jobs pass their deadline and B's Job is created: B meets the deletions of A's active pods, then their finalizer removals)")
 	fs.StringVar(&o.executorAddr, "executor-addr", "", "flood: the executor's gRPC address (jobplane)")
 	fs.IntVar(&o.flooders, "flooders", 64, "flood: the flooding caller's goroutines")
 	fs.IntVar(&o.floodRuns, "flood-runs", 3, "flood: namespace B's Jobs in each phase")
@@ -271,8 +271,8 @@ func runScenario(mode string, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.besideAfter != besideAfterCreations && o.besideAfter != besideAfterPods {
-		return fmt.Errorf("-beside-after must be %s or %s, not %q", besideAfterCreations, besideAfterPods, o.besideAfter)
+	if o.besideAfter != besideAfterCreations && o.besideAfter != besideAfterPods && o.besideAfter != besideAfterDeadline {
+		return fmt.Errorf("-beside-after must be %s, %s or %s, not %q", besideAfterCreations, besideAfterPods, besideAfterDeadline, o.besideAfter)
 	}
 	if o.variant != "builtin" && o.variant != "jobplane" {
 		return fmt.Errorf("-variant must be builtin or jobplane, not %q", o.variant)
@@ -448,7 +448,10 @@ func (r *runner) newJob(ns, name string, completions, parallelism int) *batchv1.
 	if r.o.variant == "jobplane" {
 		job.Spec.ManagedBy = ptr.To(managedBy)
 	}
-	if r.o.podRuntime > 0 {
+	switch {
+	case r.failsByDeadline(ns):
+		job.Spec.Template.Annotations = map[string]string{"fate.jobplane.dev/run": "forever"}
+	case r.o.podRuntime > 0:
 		job.Spec.Template.Annotations = map[string]string{"fate.jobplane.dev/after": r.o.podRuntime.String()}
 	}
 	return job
@@ -535,7 +538,7 @@ func (r *runner) createSmallJobs(ctx context.Context, res *result) (time.Time, e
 		})
 	}
 	for i := range r.o.jobs {
-		names <- fmt.Sprintf("small-%04d", i)
+		names <- smallJobName(i)
 	}
 	close(names)
 	wg.Wait()
@@ -607,23 +610,35 @@ func (r *runner) tenantAlone(ctx context.Context, res *result) error {
 const (
 	besideAfterCreations = "creations"
 	besideAfterPods      = "pods"
+	besideAfterDeadline  = "deadline"
 )
 
+// failsByDeadline says whether the Jobs of ns run pods until their deadline
+// deletes them: namespace A's, with -beside-after deadline.
+func (r *runner) failsByDeadline(ns string) bool {
+	return r.o.besideAfter == besideAfterDeadline && ns == r.ns
+}
+
 // tenants creates namespace A's -jobs Jobs at once and, once every
-// creation has returned (or every pod of them exists: -beside-after),
-// namespace B's -beside-pod Job.
+// creation has returned (or every pod of them exists, or then their
+// deadline has passed: -beside-after), namespace B's -beside-pod Job.
 func (r *runner) tenants(ctx context.Context, res *result, deadline time.Time) error {
 	start, err := r.createSmallJobs(ctx, res)
 	if err != nil {
 		return err
 	}
 	res.BesideAfter = r.o.besideAfter
-	if r.o.besideAfter == besideAfterPods {
+	if r.o.besideAfter != besideAfterCreations {
 		all := r.o.jobs * r.o.jobCompletions
 		if err := r.w.waitFor(deadline, func() bool { return r.w.podsIn(r.ns) >= all }); err != nil {
 			return fmt.Errorf("waiting for A's %d pods: %w", all, err)
 		}
 		log.Printf("%s: all %d of A's pods exist after %.1fs; creating B's Job", r.o.variant, all, time.Since(start).Seconds())
+	}
+	if r.failsByDeadline(r.ns) {
+		if err := r.passDeadlines(ctx); err != nil {
+			return err
+		}
 	}
 	b, err := r.client.BatchV1().Jobs(r.nsB).Create(ctx, r.newJob(r.nsB, "b", r.o.beside, r.o.beside), metav1.CreateOptions{})
 	if err != nil {
@@ -645,13 +660,33 @@ func (r *runner) tenants(ctx context.Context, res *result, deadline time.Time) e
 	res.ADoneAtBeside = r.w.doneCountBefore(r.ns, b.UID)
 	res.BesidePodsCreated, res.BesidePodsBound, res.BesidePodsSucceeded = r.w.podMilestones(b.UID)
 	if err == nil {
-		if failed := r.w.failedJobs(); failed > 0 {
-			return fmt.Errorf("%d Jobs failed", failed)
+		wantFailed := 0
+		if r.failsByDeadline(r.ns) {
+			wantFailed = r.o.jobs
 		}
-		log.Printf("%s: A's %d Jobs Complete in %.1fs; B's Job beside them in %.1fs (alone %.1fs)", r.o.variant, r.o.jobs, res.Seconds, res.BesideSecs, res.AloneSecs)
+		if failed := r.w.failedJobs(); failed != wantFailed {
+			return fmt.Errorf("%d Jobs failed, want %d", failed, wantFailed)
+		}
+		log.Printf("%s: A's %d Jobs done in %.1fs; B's Job beside them in %.1fs (alone %.1fs)", r.o.variant, r.o.jobs, res.Seconds, res.BesideSecs, res.AloneSecs)
 	}
 	return err
 }
+
+// passDeadlines gives each of A's Jobs a deadline of a second, long passed:
+// each fails with DeadlineExceeded at its next sync, deleting its active
+// pods.
+func (r *runner) passDeadlines(ctx context.Context) error {
+	patch := []byte(`{"spec":{"activeDeadlineSeconds":1}}`)
+	for i := range r.o.jobs {
+		if _, err := r.client.BatchV1().Jobs(r.ns).Patch(ctx, smallJobName(i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("passing A's deadlines: %w", err)
+		}
+	}
+	log.Printf("%s: A's %d Jobs past their deadline", r.o.variant, r.o.jobs)
+	return nil
+}
+
+func smallJobName(i int) string { return fmt.Sprintf("small-%04d", i) }
 
 // quantile is the nearest-rank quantile of xs (sorted in place); -1 for
 // none.

@@ -157,8 +157,11 @@ func writeReport(w io.Writer, qpsOrder []string, find func(scenario, variant, qp
 		p("#### Tenants: namespace A's %d Jobs of %d completions, parallelism %d, created at once, then namespace B's %d-pod Job; pods run %s\n\n",
 			r.Jobs, r.JobCompletions, r.JobParallelism, r.BesidePods, r.PodRuntime)
 		when := "once all of A's creations returned"
-		if r.BesideAfter == besideAfterPods {
+		switch r.BesideAfter {
+		case besideAfterPods:
 			when = "once every pod of A's Jobs existed (A's finalizer removals under way)"
+		case besideAfterDeadline:
+			when = "once every pod of A's Jobs existed, running until deleted, and A's Jobs were past their deadline (A's deletions of their active pods under way; A's Jobs end Failed, not Complete)"
 		}
 		p("B alone: B's Job with nothing else running (before A's). B beside A: B's Job created %s, seen added to seen Complete. A all Complete: from A's first creation to A's last Job seen Complete. API requests per pod: the controller's writes over A's and B's Jobs beside them, divided by their pods.\n\n", when)
 		p("| QPS/burst | controller | B alone (s) | B beside A (s) | B beside / alone | A all Complete (s) | API requests per pod |\n")

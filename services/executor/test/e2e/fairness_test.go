@@ -8,7 +8,9 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -87,19 +89,62 @@ func TestOneNamespacesLongSyncsDoNotHoldBackAnothersJob(t *testing.T) {
 	start := time.Now()
 	createJobs(ctx, t, e, busy, longJobs, longPods)
 	waitForPods(ctx, t, e, busy, longJobs*longPods)
+	t.Logf("all %d pods of %s after %s", longJobs*longPods, busy, time.Since(start).Round(100*time.Millisecond))
+	quietBesideLongSyncs(ctx, t, e, busy, quiet, done, "finalizer removals")
+}
+
+// TestOneNamespacesFailingJobsDoNotHoldBackAnothersJob: namespace
+// failing-busy runs 5 Jobs of 100 pods that run until deleted; once all 500
+// exist, their deadline passes (activeDeadlineSeconds set to 1), and
+// namespace failing-quiet creates one Job of 2 pods. Each failing Job's sync
+// deletes its 100 active pods at a fifth of the budget, keeping their
+// finalizers, as the reference's deleteActivePods: with no expectations to
+// guard against deleting them twice, those syncs kept their workers to the
+// end, and the quiet Job waited for one. They give their workers up now,
+// remembering the deletions in flight, so the quiet Job completes within a
+// small part of the time the busy namespace's Jobs take to fail.
+func TestOneNamespacesFailingJobsDoNotHoldBackAnothersJob(t *testing.T) {
+	e, ctx, busy, quiet, done := busyAndQuiet(t, "failing")
+
+	start := time.Now()
+	createJobsOf(ctx, t, e, busy, longJobs, longPods, podTemplate(fateRun, "forever"))
+	waitForPods(ctx, t, e, busy, longJobs*longPods)
+	t.Logf("all %d pods of %s after %s", longJobs*longPods, busy, time.Since(start).Round(100*time.Millisecond))
+	for i := range longJobs {
+		name := fmt.Sprintf("job-%03d", i)
+		if _, err := e.Cluster.Client.BatchV1().Jobs(busy).Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"activeDeadlineSeconds":1}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("setting %s/%s's deadline: %v", busy, name, err)
+		}
+	}
+	quietBesideLongSyncs(ctx, t, e, busy, quiet, done, "deletions")
+	for i := range longJobs {
+		job, err := e.Cluster.Client.BatchV1().Jobs(busy).Get(ctx, fmt.Sprintf("job-%03d", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hasCondition(job, batchv1.JobFailed) {
+			t.Errorf("%s/%s finished without failing: %+v", busy, job.Name, job.Status.Conditions)
+		}
+	}
+}
+
+// quietBesideLongSyncs creates namespace quiet's Job of quietPods pods now,
+// waits for it and for namespace busy's longJobs Jobs to finish, and fails
+// the test when the quiet Job took over a third of the time the busy Jobs
+// took from now: it waited behind their long syncs (of what).
+func quietBesideLongSyncs(ctx context.Context, t *testing.T, e *Env, busy, quiet string, done *completions, what string) {
+	t.Helper()
 	created := time.Now()
 	createJobs(ctx, t, e, quiet, 1, quietPods)
-
 	quietAt := done.wait(ctx, t, quiet, 1)
 	busyAtQuiet := done.count(busy)
 	lastAt := done.wait(ctx, t, busy, longJobs)
 	quietTook, busyLeft := quietAt.Sub(created), lastAt.Sub(created)
-	t.Logf("%d Jobs of %d pods in %s: all pods after %s, all complete %s later; the Job of %d pods in %s complete %s after its creation, when %d of %s's Jobs were",
-		longJobs, longPods, busy, created.Sub(start).Round(100*time.Millisecond), busyLeft.Round(100*time.Millisecond),
-		quietPods, quiet, quietTook.Round(100*time.Millisecond), busyAtQuiet, busy)
+	t.Logf("%d Jobs of %d pods in %s all finished %s later; the Job of %d pods in %s complete %s after its creation, when %d of %s's Jobs had finished",
+		longJobs, longPods, busy, busyLeft.Round(100*time.Millisecond), quietPods, quiet, quietTook.Round(100*time.Millisecond), busyAtQuiet, busy)
 	if quietTook > busyLeft/3 {
-		t.Errorf("the quiet namespace's Job took %s, over a third of the %s the busy namespace's Jobs still took: it waited behind their syncs",
-			quietTook.Round(100*time.Millisecond), busyLeft.Round(100*time.Millisecond))
+		t.Errorf("the quiet namespace's Job took %s, over a third of the %s the busy namespace's Jobs still took: it waited behind their %s",
+			quietTook.Round(100*time.Millisecond), busyLeft.Round(100*time.Millisecond), what)
 	}
 }
 
@@ -147,6 +192,13 @@ func busyAndQuiet(t *testing.T, prefix string) (e *Env, ctx context.Context, bus
 // in namespace ns, at once.
 func createJobs(ctx context.Context, t *testing.T, e *Env, ns string, n int, pods int32) {
 	t.Helper()
+	createJobsOf(ctx, t, e, ns, n, pods, podTemplate(fateAfter, podRun))
+}
+
+// createJobsOf creates n jobplane Jobs of pods pods each, of template, in
+// namespace ns, at once.
+func createJobsOf(ctx context.Context, t *testing.T, e *Env, ns string, n int, pods int32, template corev1.PodTemplateSpec) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	sem := make(chan struct{}, 16)
@@ -159,7 +211,7 @@ func createJobs(ctx context.Context, t *testing.T, e *Env, ns string, n int, pod
 				Spec: batchv1.JobSpec{
 					ManagedBy:   ptr.To(jobplaneManager),
 					Completions: ptr.To(pods), Parallelism: ptr.To(pods),
-					Template: podTemplate(fateAfter, podRun),
+					Template: template,
 				},
 			}
 			if _, err := e.Cluster.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
@@ -175,7 +227,7 @@ func createJobs(ctx context.Context, t *testing.T, e *Env, ns string, n int, pod
 }
 
 // completions records when each Job of the watched namespaces was first seen
-// Complete.
+// finished: Complete, or Failed.
 type completions struct {
 	mu   sync.Mutex
 	at   map[string]map[string]time.Time // namespace → Job → time
@@ -188,7 +240,7 @@ func watchCompletions(ctx context.Context, t *testing.T, e *Env, namespaces ...s
 	c := &completions{at: map[string]map[string]time.Time{}, seen: make(chan struct{}, 1)}
 	record := func(obj any) {
 		job, ok := obj.(*batchv1.Job)
-		if !ok || !hasCondition(job, batchv1.JobComplete) {
+		if !ok || !hasCondition(job, batchv1.JobComplete) && !hasCondition(job, batchv1.JobFailed) {
 			return
 		}
 		c.mu.Lock()
@@ -219,14 +271,14 @@ func watchCompletions(ctx context.Context, t *testing.T, e *Env, namespaces ...s
 	return c
 }
 
-// count is how many Jobs of ns have completed.
+// count is how many Jobs of ns have finished.
 func (c *completions) count(ns string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.at[ns])
 }
 
-// wait waits until n Jobs of ns have completed and returns when the last of
+// wait waits until n Jobs of ns have finished and returns when the last of
 // them did.
 func (c *completions) wait(ctx context.Context, t *testing.T, ns string, n int) time.Time {
 	t.Helper()
