@@ -35,6 +35,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/fairevents"
 	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/fairorder"
 	"github.com/jobplane/jobplane/lib/fairqueue"
@@ -191,8 +192,8 @@ func (c *Controller) HasSynced() bool {
 // every worker has given back the CronJob in hand.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
-	c.events.StartRecordingToSink(fairlimit.EventSink{Events: c.cfg.Kube.CoreV1().Events("")})
-	defer c.events.Shutdown()
+	stopEvents := fairevents.Start(ctx, c.events, fairlimit.EventSink{Events: c.cfg.Kube.CoreV1().Events("")}, c.cfg.Clock, c.log, c.metrics.eventsDropped)
+	defer stopEvents()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return errors.New("the CronJob and Job caches did not sync")
 	}

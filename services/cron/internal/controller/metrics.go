@@ -24,6 +24,7 @@ type Metrics struct {
 	syncDuration  *prometheus.HistogramVec
 	statusWrites  *prometheus.CounterVec
 	apiRequests   *prometheus.CounterVec
+	eventsDropped prometheus.Counter
 }
 
 // NewMetrics returns unregistered metrics; in drop-in mode with the
@@ -63,6 +64,9 @@ func newMetrics() *Metrics {
 		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jobplane_cron_kube_api_requests_total", Help: "Requests of the cron service to the Kubernetes API, by method and resource.",
 		}, []string{"method", "resource"}),
+		eventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "jobplane_cron_events_dropped_total", Help: "Events not written because their namespace had 2,000 queued, or all namespaces together 20,000 (lib/fairevents).",
+		}),
 	}
 }
 
@@ -75,7 +79,7 @@ func (m *Metrics) Transport(next http.RoundTripper) http.RoundTripper {
 
 // Register registers the metrics.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	collectors := []prometheus.Collector{m.creationSkew, m.runs, m.missedRuns, m.syncDuration, m.statusWrites, m.apiRequests}
+	collectors := []prometheus.Collector{m.creationSkew, m.runs, m.missedRuns, m.syncDuration, m.statusWrites, m.apiRequests, m.eventsDropped}
 	if m.referenceSkew != nil {
 		collectors = append(collectors, m.referenceSkew)
 	}

@@ -41,6 +41,7 @@ import (
 
 	jobplanev1 "github.com/jobplane/jobplane/gen/jobplane/v1"
 	"github.com/jobplane/jobplane/lib/apierr"
+	"github.com/jobplane/jobplane/lib/fairevents"
 	"github.com/jobplane/jobplane/lib/fairlimit"
 	"github.com/jobplane/jobplane/lib/fairorder"
 	"github.com/jobplane/jobplane/lib/fairqueue"
@@ -244,8 +245,8 @@ func (c *Controller) Jobs() batchv1listers.JobLister { return c.jobs }
 // worker has given back the item in hand.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
-	c.events.StartRecordingToSink(fairlimit.EventSink{Events: c.cfg.Client.CoreV1().Events("")})
-	defer c.events.Shutdown()
+	stopEvents := fairevents.Start(ctx, c.events, fairlimit.EventSink{Events: c.cfg.Client.CoreV1().Events("")}, c.cfg.Clock, c.log, c.metrics.eventsDropped)
+	defer stopEvents()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return errors.New("the Job and pod caches did not sync")
 	}

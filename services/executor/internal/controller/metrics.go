@@ -30,6 +30,8 @@ type Metrics struct {
 	// syncsYielded counts the syncs that gave their worker up to another
 	// namespace (yield.go), by the action they stopped in.
 	syncsYielded *prometheus.CounterVec
+	// eventsDropped counts the events not written (lib/fairevents).
+	eventsDropped prometheus.Counter
 	// externalNames are the controller_name values counted so far.
 	externalNames struct {
 		sync.Mutex
@@ -122,6 +124,9 @@ func NewMetrics(withReferenceNames bool) *Metrics {
 		plannerErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "jobplane_planner_errors_total", Help: "Syncs that got no plan (planner unavailable or snapshot refused); no action was taken.",
 		}),
+		eventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "jobplane_events_dropped_total", Help: "Events not written because their namespace had 2,000 queued, or all namespaces together 20,000 (lib/fairevents).",
+		}),
 		syncsYielded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jobplane_job_syncs_yielded_total", Help: "Syncs that gave their worker up to another namespace's Job before their plan's end (queued again at once), by the action they stopped in: create, delete or remove_finalizers.",
 		}, []string{"action"}),
@@ -136,7 +141,7 @@ func NewMetrics(withReferenceNames bool) *Metrics {
 
 // Register adds the metrics to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	all := append(m.syncMetrics.collectors(), m.finalizersRemoved, m.apiRequests, m.apiRequestsPerJob, m.plannerDuration, m.plannerErrors, m.syncsYielded)
+	all := append(m.syncMetrics.collectors(), m.finalizersRemoved, m.apiRequests, m.apiRequestsPerJob, m.plannerDuration, m.plannerErrors, m.syncsYielded, m.eventsDropped)
 	if m.reference != nil {
 		all = append(all, m.reference.collectors()...)
 	}

@@ -38,6 +38,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -155,6 +156,10 @@ type result struct {
 
 	// ADoneAtBeside is how many of A's Jobs were Complete when B's was.
 	ADoneAtBeside int `json:"aDoneAtBeside,omitempty"`
+	// BesideEvents are the events about B's Job seen by the end of the run
+	// (once writes stopped), the last BesideEventsSecs after B's Job.
+	BesideEvents     int     `json:"besideEvents,omitempty"`
+	BesideEventsSecs float64 `json:"besideEventsSeconds,omitempty"`
 	// Events about Jobs (the controller's: SuccessfulCreate, Completed, …)
 	// seen created or updated from the counters' first reading until the
 	// last Job was seen Complete (many; tenants: A's last), and until the
@@ -330,6 +335,8 @@ type runner struct {
 	// those of B's Job alone).
 	notCounted int
 	counted    time.Time // when the counters were first read
+	// beside is namespace B's Job beside A's (tenants).
+	beside types.UID
 }
 
 func (r *runner) run(ctx context.Context, res *result) error {
@@ -395,6 +402,9 @@ func (r *runner) run(ctx context.Context, res *result) error {
 	r.stopCounting(ctx)
 	res.Pods = r.w.podCount() - r.notCounted
 	res.JobEvents = r.w.jobEventsBetween(r.counted, time.Now())
+	if r.beside != "" {
+		res.BesideEvents, res.BesideEventsSecs = r.w.eventsOf(r.beside)
+	}
 	r.deltas(res, before, after)
 	return nil
 }
@@ -644,6 +654,7 @@ func (r *runner) tenants(ctx context.Context, res *result, deadline time.Time) e
 	if err != nil {
 		return err
 	}
+	r.beside = b.UID
 	bLogged := false
 	err = r.waitSmallJobs(deadline, func() bool {
 		if !r.w.done(b.UID) {
@@ -891,6 +902,8 @@ type watcher struct {
 	podSucceeded map[types.UID]time.Time
 	// jobEvents are when events about Jobs were seen created or updated.
 	jobEvents []time.Time
+	// eventsAdded are when each Job's events were first seen, by Job.
+	eventsAdded map[types.UID][]time.Time
 }
 
 func newWatcher(client kubernetes.Interface, namespaces []string, stop chan struct{}) (*watcher, error) {
@@ -900,6 +913,7 @@ func newWatcher(client kubernetes.Interface, namespaces []string, stop chan stru
 		firstPod: map[types.UID]time.Time{}, pods: map[types.UID]int{}, podUIDs: map[types.UID]bool{},
 		podJob: map[types.UID]types.UID{}, podCreated: map[types.UID]time.Time{},
 		podBound: map[types.UID]time.Time{}, podSucceeded: map[types.UID]time.Time{},
+		eventsAdded: map[types.UID][]time.Time{},
 	}
 	for _, ns := range namespaces {
 		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
@@ -919,8 +933,8 @@ func newWatcher(client kubernetes.Interface, namespaces []string, stop chan stru
 			return nil, err
 		}
 		if _, err := events.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { w.event(obj.(*corev1.Event)) },
-			UpdateFunc: func(_, obj any) { w.event(obj.(*corev1.Event)) },
+			AddFunc:    func(obj any) { w.event(obj.(*corev1.Event), true) },
+			UpdateFunc: func(_, obj any) { w.event(obj.(*corev1.Event), false) },
 		}); err != nil {
 			return nil, err
 		}
@@ -984,7 +998,7 @@ func (w *watcher) pod(pod *corev1.Pod) {
 	w.notify()
 }
 
-func (w *watcher) event(ev *corev1.Event) {
+func (w *watcher) event(ev *corev1.Event, added bool) {
 	if ev.InvolvedObject.Kind != "Job" {
 		return
 	}
@@ -992,6 +1006,21 @@ func (w *watcher) event(ev *corev1.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.jobEvents = append(w.jobEvents, now)
+	if added {
+		w.eventsAdded[ev.InvolvedObject.UID] = append(w.eventsAdded[ev.InvolvedObject.UID], now)
+	}
+}
+
+// eventsOf is how many events about the Job of uid were seen, and the
+// seconds from the Job seen added to the last of them (-1: none).
+func (w *watcher) eventsOf(uid types.UID) (n int, lastSecs float64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := w.eventsAdded[uid]
+	if len(seen) == 0 {
+		return 0, -1
+	}
+	return len(seen), slices.MaxFunc(seen, time.Time.Compare).Sub(w.added[uid]).Seconds()
 }
 
 // jobEventsBetween is the number of events about Jobs seen created or

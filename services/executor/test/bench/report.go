@@ -174,13 +174,13 @@ func writeReport(w io.Writer, qpsOrder []string, find func(scenario, variant, qp
 				ratio(j.Seconds, b.Seconds), ratio(perPod(totalWrites(j), j.Pods), perPod(totalWrites(b), b.Pods)))
 		})
 		p("\n")
-		p("Where B's time went beside A (seconds from B's Job seen added until both its pods were seen created, bound, Succeeded, and the Job seen Complete; A's Jobs Complete by then), the writes per pod by kind, and the events about Jobs (the controller's) the driver saw created or updated by A's last Complete, of all in the run.\n\n")
-		p("| QPS/burst | controller | B pods created | B pods bound | B pods Succeeded | B Complete | A's Jobs Complete by then | A first pod p50 (s) | A first pod p99 (s) | pods create | pods patch | Job status | events | failed writes | syncs | Job events by A's last Complete |\n")
-		p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("Where B's time went beside A (seconds from B's Job seen added until both its pods were seen created, bound, Succeeded, and the Job seen Complete; A's Jobs Complete by then), the events about B's Job seen by the run's end and when the last was, the writes per pod by kind, and the events about Jobs (the controller's) the driver saw created or updated by A's last Complete, of all in the run.\n\n")
+		p("| QPS/burst | controller | B pods created | B pods bound | B pods Succeeded | B Complete | A's Jobs Complete by then | B's events: seen, last after (s) | A first pod p50 (s) | A first pod p99 (s) | pods create | pods patch | Job status | events | failed writes | syncs | Job events by A's last Complete |\n")
+		p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		rows("tenants", func(qps, v string, r *result) {
-			p("| %s | %s | %s | %s | %s | %s | %d of %d | %s | %s | %.3f | %.3f | %.3f | %.3f | %.0f | %.0f | %d of %d |\n", qps, variantName[v],
+			p("| %s | %s | %s | %s | %s | %s | %d of %d | %d, %s | %s | %s | %.3f | %.3f | %.3f | %.3f | %.0f | %.0f | %d of %d |\n", qps, variantName[v],
 				milestone(r.BesidePodsCreated), milestone(r.BesidePodsBound), milestone(r.BesidePodsSucceeded), secs(r.BesideSecs, r.TimedOut),
-				r.ADoneAtBeside, r.Jobs, milestone2(r.FirstPodP50), milestone2(r.FirstPodP99),
+				r.ADoneAtBeside, r.Jobs, r.BesideEvents, milestone(r.BesideEventsSecs), milestone2(r.FirstPodP50), milestone2(r.FirstPodP99),
 				perPod(r.Writes["pods create"], r.Pods), perPod(r.Writes["pods patch"], r.Pods), perPod(r.Writes["Job status"], r.Pods),
 				perPod(r.Writes["events"], r.Pods), sum(r.Failed), r.Syncs, r.JobEventsAtDone, r.JobEvents)
 		}, nil)

@@ -1,0 +1,322 @@
+// Package fairevents writes a controller's events in turns by the namespace
+// of their objects.
+//
+// client-go's broadcaster (the reference's) writes events one at a time,
+// first come first served, from one queue of 1,000: a namespace whose Jobs
+// record thousands of events delays every other namespace's by as many
+// writes and, once the queue is full, has theirs dropped. Sink is the
+// broadcaster's sink: it only queues each write in its namespace's queue, so
+// the broadcaster never waits and correlates events (aggregation, spam
+// filter) exactly as before, and one writer sends the queued writes one
+// namespace at a time in turn. A namespace's burst fills its own queue and
+// drops its own events; a write the API server could not take rests in its
+// queue, while the others go on.
+package fairevents
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+)
+
+// Client-go's, for the same behaviour when the API server is away.
+const (
+	// PerNamespace is how many writes one namespace may have queued: as
+	// many events as client-go's broadcaster holds (1,000 in its queue and
+	// 1,000 in its sink's), so that a burst of one namespace alone loses
+	// no more than there.
+	PerNamespace = 2000
+	// maxTries and retryAfter: a write failing in transport is tried again
+	// after a pause, at most this many times in all.
+	maxTries   = 12
+	retryAfter = 10 * time.Second
+)
+
+// Total is how many writes all namespaces together may have queued: past it,
+// the longest queue gives up its newest write.
+const Total = 10 * PerNamespace
+
+type verb int
+
+const (
+	create verb = iota
+	update
+	patch
+)
+
+// write is one request for the API server, as the broadcaster asked for it.
+type write struct {
+	verb  verb
+	event *corev1.Event
+	patch []byte
+}
+
+// queue is one namespace's writes, oldest first.
+type queue struct {
+	writes []write
+	// tries of the first write so far, and when it may be tried again.
+	tries     int
+	notBefore time.Time
+}
+
+// Sink queues the broadcaster's writes by namespace; Run sends them.
+type Sink struct {
+	next  record.EventSink
+	clock clock.WithTicker
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	queues map[string]*queue
+	// turns is the namespaces with writes queued, in the order of their
+	// turns; turn is the next one's position.
+	turns  []string
+	turn   int
+	queued int
+	wake   chan struct{}
+
+	// dropped counts the writes dropped because their namespace's queue,
+	// or all queues together, were full.
+	dropped prometheus.Counter
+}
+
+var _ record.EventSink = (*Sink)(nil)
+
+// New returns a sink sending, once Run runs, to next; it logs the writes it
+// gives up to log and counts those it drops in dropped.
+func New(next record.EventSink, clk clock.WithTicker, log *slog.Logger, dropped prometheus.Counter) *Sink {
+	return &Sink{next: next, clock: clk, log: log, dropped: dropped, queues: map[string]*queue{}, wake: make(chan struct{}, 1)}
+}
+
+// Start records broadcaster's events to next through a Sink, whose writer
+// runs until stop, which shuts the broadcaster down first.
+func Start(ctx context.Context, broadcaster record.EventBroadcaster, next record.EventSink, clk clock.WithTicker, log *slog.Logger, dropped prometheus.Counter) (stop func()) {
+	sink := New(next, clk, log, dropped)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sink.Run(ctx)
+	}()
+	broadcaster.StartRecordingToSink(sink)
+	return func() {
+		broadcaster.Shutdown()
+		cancel()
+		<-done
+	}
+}
+
+// Create queues the event's creation and returns it as the API server would:
+// the broadcaster's correlator keeps it to patch it when the same event
+// comes again (its name is the recorder's).
+func (s *Sink) Create(e *corev1.Event) (*corev1.Event, error) {
+	s.add(write{verb: create, event: e.DeepCopy()})
+	return e, nil
+}
+
+// Update queues the event's update.
+func (s *Sink) Update(e *corev1.Event) (*corev1.Event, error) {
+	s.add(write{verb: update, event: e.DeepCopy()})
+	return e, nil
+}
+
+// Patch queues the event's patch (a count and a time, by the correlator).
+func (s *Sink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	s.add(write{verb: patch, event: e.DeepCopy(), patch: data})
+	return e, nil
+}
+
+func (s *Sink) add(w write) {
+	ns := w.event.Namespace
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[ns]
+	if q == nil {
+		q = &queue{}
+		s.queues[ns] = q
+		s.turns = append(s.turns, ns)
+	}
+	if len(q.writes) >= PerNamespace || s.queued >= Total && !s.dropNewestOfLongerThan(len(q.writes)) {
+		s.dropped.Inc()
+		s.forgetIfEmpty(ns)
+		return
+	}
+	q.writes = append(q.writes, w)
+	s.queued++
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dropNewestOfLongerThan drops the newest write of the longest queue, if it
+// is longer than n: when all queues together are full, a namespace with
+// fewer writes queued takes the place of one with the most.
+func (s *Sink) dropNewestOfLongerThan(n int) bool {
+	longest, ns := n, ""
+	for name, q := range s.queues {
+		// The first write of a queue may be in flight: never drop it.
+		if len(q.writes) > longest && len(q.writes) > 1 {
+			longest, ns = len(q.writes), name
+		}
+	}
+	if ns == "" {
+		return false
+	}
+	q := s.queues[ns]
+	q.writes = q.writes[:len(q.writes)-1]
+	s.queued--
+	s.dropped.Inc()
+	return true
+}
+
+// forgetIfEmpty drops namespace ns's queue once it has no writes.
+func (s *Sink) forgetIfEmpty(ns string) {
+	q := s.queues[ns]
+	if q == nil || len(q.writes) > 0 {
+		return
+	}
+	delete(s.queues, ns)
+	for i, name := range s.turns {
+		if name == ns {
+			s.turns = append(s.turns[:i], s.turns[i+1:]...)
+			if s.turn > i {
+				s.turn--
+			}
+			break
+		}
+	}
+	if s.turn >= len(s.turns) {
+		s.turn = 0
+	}
+}
+
+// Run sends the queued writes, one namespace's at a time in turn, until ctx
+// ends; what is still queued then is dropped, as client-go's broadcaster
+// drops its queue at shutdown.
+func (s *Sink) Run(ctx context.Context) {
+	for {
+		ns, w, wait := s.next1()
+		if wait < 0 {
+			s.send(ns, w)
+			continue
+		}
+		if !s.sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// sleep waits for a write to come, or for wait when not 0: false when ctx
+// ended first.
+func (s *Sink) sleep(ctx context.Context, wait time.Duration) bool {
+	var rested <-chan time.Time
+	if wait > 0 {
+		t := s.clock.NewTimer(wait)
+		defer t.Stop()
+		rested = t.C()
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.wake:
+	case <-rested:
+	}
+	return true
+}
+
+// next1 is the next namespace's first write, wait < 0; or, with none ready,
+// how long until one is (0: until one comes).
+func (s *Sink) next1() (ns string, w write, wait time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	for range s.turns {
+		ns := s.turns[s.turn]
+		s.turn = (s.turn + 1) % len(s.turns)
+		q := s.queues[ns]
+		if rest := q.notBefore.Sub(now); rest > 0 {
+			if wait == 0 || rest < wait {
+				wait = rest
+			}
+			continue
+		}
+		return ns, q.writes[0], -1
+	}
+	return "", write{}, wait
+}
+
+// send makes namespace ns's first write w and takes it off its queue, unless
+// it is to be tried again later.
+func (s *Sink) send(ns string, w write) {
+	err := s.make(w)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[ns]
+	if err != nil && retriable(err) {
+		if q.tries++; q.tries < maxTries {
+			// The first pause is random, so that clients do not all come
+			// back at once when the API server does.
+			pause := retryAfter
+			if q.tries == 1 {
+				pause = time.Duration(rand.Float64() * float64(retryAfter))
+			}
+			q.notBefore = s.clock.Now().Add(pause)
+			return
+		}
+	}
+	if err != nil {
+		s.logGivenUp(w, err)
+	}
+	q.writes = q.writes[1:]
+	q.tries, q.notBefore = 0, time.Time{}
+	s.queued--
+	s.forgetIfEmpty(ns)
+}
+
+// logGivenUp logs a write given up, at client-go's levels: an event of a
+// namespace being deleted, or sent twice, is no fault.
+func (s *Sink) logGivenUp(w write, err error) {
+	level := slog.LevelError
+	if apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		level = slog.LevelDebug
+	}
+	s.log.Log(context.Background(), level, "event not written", "namespace", w.event.Namespace, "event", w.event.Name, "reason", w.event.Reason, "err", err)
+}
+
+// make sends w, as client-go's recordEvent: a patch of an event the API
+// server no longer has creates it.
+func (s *Sink) make(w write) error {
+	var err error
+	switch w.verb {
+	case update:
+		_, err = s.next.Update(w.event)
+		return err
+	case patch:
+		if _, err = s.next.Patch(w.event, w.patch); !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	e := w.event
+	e.ResourceVersion = ""
+	_, err = s.next.Create(e)
+	return err
+}
+
+// retriable says whether the write may succeed if tried again: not when the
+// API server refused it, nor when the request cannot be built (client-go's
+// rule).
+func retriable(err error) bool {
+	var status *apierrors.StatusError
+	var construction *restclient.RequestConstructionError
+	return !errors.As(err, &status) && !errors.As(err, &construction)
+}
