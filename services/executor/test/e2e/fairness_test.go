@@ -62,6 +62,15 @@ func TestOneNamespacesBurstDoesNotHoldBackAnothersJob(t *testing.T) {
 	if busyAtQuiet > burstJobs/2 {
 		t.Errorf("%d of the busy namespace's %d Jobs completed before the quiet namespace's one; want under half", busyAtQuiet, burstJobs)
 	}
+	// Its events (SuccessfulCreate twice, Completed) take their turns by
+	// namespace too: written first come first served, they trailed the
+	// busy namespace's hundreds.
+	eventsAt := done.waitEvents(ctx, t, quiet, quietPods+1)
+	t.Logf("the quiet Job's %d events seen %s after its creation", quietPods+1, eventsAt.Sub(created).Round(100*time.Millisecond))
+	if eventsTook := eventsAt.Sub(created); eventsTook > busyTook/3 {
+		t.Errorf("the quiet namespace's events were seen %s after its Job's creation, over a third of the %s the busy namespace's Jobs took: they waited behind its events",
+			eventsTook.Round(100*time.Millisecond), busyTook.Round(100*time.Millisecond))
+	}
 }
 
 // The long syncs of TestOneNamespacesLongSyncsDoNotHoldBackAnothersJob: as
@@ -227,17 +236,25 @@ func createJobsOf(ctx context.Context, t *testing.T, e *Env, ns string, n int, p
 }
 
 // completions records when each Job of the watched namespaces was first seen
-// finished: Complete, or Failed.
+// finished: Complete, or Failed; and when each event about a Job was first
+// seen.
 type completions struct {
-	mu   sync.Mutex
-	at   map[string]map[string]time.Time // namespace → Job → time
-	seen chan struct{}                   // signalled on every new completion
+	mu     sync.Mutex
+	at     map[string]map[string]time.Time // namespace → Job → time
+	events map[string]map[string]time.Time // namespace → event → time
+	seen   chan struct{}                   // signalled on every new completion or event
 }
 
 // watchCompletions follows the Jobs of namespaces until ctx ends.
 func watchCompletions(ctx context.Context, t *testing.T, e *Env, namespaces ...string) *completions {
 	t.Helper()
-	c := &completions{at: map[string]map[string]time.Time{}, seen: make(chan struct{}, 1)}
+	c := &completions{at: map[string]map[string]time.Time{}, events: map[string]map[string]time.Time{}, seen: make(chan struct{}, 1)}
+	signal := func() {
+		select {
+		case c.seen <- struct{}{}:
+		default:
+		}
+	}
 	record := func(obj any) {
 		job, ok := obj.(*batchv1.Job)
 		if !ok || !hasCondition(job, batchv1.JobComplete) && !hasCondition(job, batchv1.JobFailed) {
@@ -248,14 +265,26 @@ func watchCompletions(ctx context.Context, t *testing.T, e *Env, namespaces ...s
 			c.at[job.Namespace][job.Name] = time.Now()
 		}
 		c.mu.Unlock()
-		select {
-		case c.seen <- struct{}{}:
-		default:
+		signal()
+	}
+	recordEvent := func(obj any) {
+		ev, ok := obj.(*corev1.Event)
+		if !ok || ev.InvolvedObject.Kind != "Job" {
+			return
 		}
+		c.mu.Lock()
+		if _, ok := c.events[ev.Namespace][ev.Name]; !ok {
+			c.events[ev.Namespace][ev.Name] = time.Now()
+		}
+		c.mu.Unlock()
+		signal()
 	}
 	for _, ns := range namespaces {
-		c.at[ns] = map[string]time.Time{}
+		c.at[ns], c.events[ns] = map[string]time.Time{}, map[string]time.Time{}
 		factory := informers.NewSharedInformerFactoryWithOptions(e.Cluster.Client, 0, informers.WithNamespace(ns))
+		if _, err := factory.Core().V1().Events().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: recordEvent}); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := factory.Batch().V1().Jobs().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    record,
 			UpdateFunc: func(_, cur any) { record(cur) },
@@ -264,7 +293,7 @@ func watchCompletions(ctx context.Context, t *testing.T, e *Env, namespaces ...s
 		}
 		factory.Start(ctx.Done())
 		t.Cleanup(factory.Shutdown)
-		if !cache.WaitForCacheSync(ctx.Done(), factory.Batch().V1().Jobs().Informer().HasSynced) {
+		if !cache.WaitForCacheSync(ctx.Done(), factory.Batch().V1().Jobs().Informer().HasSynced, factory.Core().V1().Events().Informer().HasSynced) {
 			t.Fatalf("the Jobs of %s did not sync", ns)
 		}
 	}
@@ -282,15 +311,27 @@ func (c *completions) count(ns string) int {
 // them did.
 func (c *completions) wait(ctx context.Context, t *testing.T, ns string, n int) time.Time {
 	t.Helper()
+	return c.waitIn(ctx, t, c.at, ns, n, "Jobs finished")
+}
+
+// waitEvents waits until n events about Jobs of ns have been seen and
+// returns when the last of them was.
+func (c *completions) waitEvents(ctx context.Context, t *testing.T, ns string, n int) time.Time {
+	t.Helper()
+	return c.waitIn(ctx, t, c.events, ns, n, "events about Jobs seen")
+}
+
+func (c *completions) waitIn(ctx context.Context, t *testing.T, seen map[string]map[string]time.Time, ns string, n int, what string) time.Time {
+	t.Helper()
 	for {
 		c.mu.Lock()
 		var last time.Time
-		for _, at := range c.at[ns] {
+		for _, at := range seen[ns] {
 			if at.After(last) {
 				last = at
 			}
 		}
-		got := len(c.at[ns])
+		got := len(seen[ns])
 		c.mu.Unlock()
 		if got >= n {
 			return last
@@ -298,7 +339,7 @@ func (c *completions) wait(ctx context.Context, t *testing.T, ns string, n int) 
 		select {
 		case <-c.seen:
 		case <-ctx.Done():
-			t.Fatalf("%d of %s's %d Jobs complete when the test's time ran out", got, ns, n)
+			t.Fatalf("%d of %d %s in %s when the test's time ran out", got, n, what, ns)
 		}
 	}
 }
