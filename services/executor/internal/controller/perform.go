@@ -108,7 +108,7 @@ func (w *performer) do(ctx context.Context, i int, a plan.Action) (succeeded, fa
 	case plan.CreatePods:
 		return w.createPods(ctx, a)
 	case plan.DeletePods:
-		return w.deletePods(ctx, a)
+		return w.deletePods(ctx, i, a)
 	case plan.RemoveFinalizers:
 		return w.removeFinalizers(ctx, i, a)
 	case plan.WriteStatus:
@@ -193,7 +193,7 @@ func (w *performer) createPods(ctx context.Context, a plan.CreatePods) (succeede
 // finishing Job's deletions, which count none, are tracked instead until
 // the informer shows them, and a pod whose deletion is in flight counts as
 // deleted without a second request.
-func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeeded, failed int, err error) {
+func (w *performer) deletePods(ctx context.Context, i int, a plan.DeletePods) (succeeded, failed int, err error) {
 	pods := a.Pods
 	var deleted atomic.Int32
 	if a.ExpectDeletions {
@@ -255,7 +255,49 @@ func (w *performer) deletePods(ctx context.Context, a plan.DeletePods) (succeede
 	}
 	wg.Wait()
 	yielded := r.end(false)
-	return int(deleted.Load()), len(a.Pods) - int(deleted.Load()), requestsEnded(ctx, yielded, int(r.notMade.Load()), &errs)
+	err = requestsEnded(ctx, yielded, int(r.notMade.Load()), &errs)
+	if errors.Is(err, errYielded) && !a.ExpectDeletions {
+		if werr := w.keepFinishingDecision(ctx, i); werr != nil {
+			err = werr
+		}
+	}
+	return int(deleted.Load()), len(a.Pods) - int(deleted.Load()), err
+}
+
+// keepFinishingDecision writes, when a finishing Job's deletions gave the
+// worker up, the interim condition the status after action i would have
+// added (FailureTarget, SuccessCriteriaMet), on the status as it is. The
+// reference writes it with the deletions' counts, and its later syncs keep
+// a condition already written; without it, the next sync would decide
+// again, from pods the deletions made count as failed: a Job past its
+// deadline would fail with BackoffLimitExceeded, a succeeded one too.
+func (w *performer) keepFinishingDecision(ctx context.Context, i int) error {
+	next := w.nextStatus(i)
+	if next == nil {
+		return nil
+	}
+	status := *w.job.Status.DeepCopy()
+	added := false
+	for _, c := range next.Conditions {
+		interim := c.Type == batchv1.JobFailureTarget || c.Type == batchv1.JobSuccessCriteriaMet
+		if interim && c.Status == corev1.ConditionTrue && !hasCondition(&status, c.Type) {
+			status.Conditions = append(status.Conditions, c)
+			added = true
+		}
+	}
+	if !added {
+		return nil
+	}
+	return w.writeStatus(ctx, status)
+}
+
+func hasCondition(status *batchv1.JobStatus, typ batchv1.JobConditionType) bool {
+	for _, c := range status.Conditions {
+		if c.Type == typ && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // deletionsNotInFlight is pods less those whose deletion, issued by an

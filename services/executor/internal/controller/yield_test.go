@@ -281,9 +281,6 @@ func TestAFinishingJobsDeletionsAreEachMadeOnce(t *testing.T) {
 			t.Errorf("pod %s: deletion in flight %v, want it only for the pods deleted", ref.Name, inFlight)
 		}
 	}
-	if writes := f.statusWrites(); len(writes) != 0 {
-		t.Errorf("%d status writes after the first sync, want none", len(writes))
-	}
 
 	f.budget(1e6, 1_000_000)
 	_, outcomes, _, err := f.c.sync(context.Background(), jobKey)
@@ -299,7 +296,7 @@ func TestAFinishingJobsDeletionsAreEachMadeOnce(t *testing.T) {
 		t.Errorf("%d deletions in both syncs of %d pods, want each pod deleted once", len(all), len(slices.Compact(all)))
 	}
 	if writes := f.statusWrites(); len(writes) != 1 {
-		t.Errorf("%d status writes after the second sync, want its one", len(writes))
+		t.Errorf("%d status writes after both syncs, want the second's", len(writes))
 	}
 
 	for _, obj := range objects[1:] {
@@ -311,6 +308,51 @@ func TestAFinishingJobsDeletionsAreEachMadeOnce(t *testing.T) {
 		if f.c.state.DeletionInFlight(jobKey, ref.UID) {
 			t.Fatalf("pod %s: deletion still in flight once the informer showed it", ref.Name)
 		}
+	}
+}
+
+// A finishing Job's sync that gives its worker up in its deletions writes
+// the interim condition its status would have added (FailureTarget here),
+// on the Job's status as it is, so that the next sync keeps the decision
+// rather than take again, from pods its deletions made count as failed,
+// another (BackoffLimitExceeded for a Job past its deadline); none when the
+// condition is already written.
+func TestAFinishingJobThatGivesItsWorkerUpKeepsItsDecision(t *testing.T) {
+	failureTarget := batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonDeadlineExceeded, Message: "Job was active longer than specified deadline"}
+	for _, written := range []bool{false, true} {
+		t.Run(fmt.Sprintf("condition already written %v", written), func(t *testing.T) {
+			job := newJob("job")
+			job.Status.Active = 100
+			if written {
+				job.Status.Conditions = []batchv1.JobCondition{failureTarget}
+			}
+			objects, refs := withPods(job, 100)
+			f := newFixture(t, objects...)
+			f.budget(1e-6, 12)
+			next := batchv1.JobStatus{Terminating: ptr.To[int32](100), Conditions: []batchv1.JobCondition{failureTarget}}
+			f.planner.set(plan.DeletePods{Because: because("DeadlineExceeded"), Pods: refs}, plan.WriteStatus{Because: because("Terminating"), Status: next})
+			f.c.queue.Add("other/job")
+			if _, _, _, err := f.c.sync(yieldable(context.Background(), f.clock.Now()), jobKey); !errors.Is(err, errYielded) {
+				t.Fatalf("sync: %v, want the worker given up", err)
+			}
+			writes := f.statusWrites()
+			if written {
+				if len(writes) != 0 {
+					t.Errorf("%d status writes, want none: the condition was there", len(writes))
+				}
+				return
+			}
+			if len(writes) != 1 {
+				t.Fatalf("%d status writes, want the decision's one", len(writes))
+			}
+			got := writes[0].Status
+			if len(got.Conditions) != 1 || got.Conditions[0] != failureTarget {
+				t.Errorf("conditions written %+v, want the plan's FailureTarget", got.Conditions)
+			}
+			if got.Active != 100 || got.Terminating != nil {
+				t.Errorf("active %d, terminating %v written, want the Job's own counts (100, none): the next sync counts the deletions", got.Active, got.Terminating)
+			}
+		})
 	}
 }
 
