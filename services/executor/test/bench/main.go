@@ -674,6 +674,9 @@ func (r *runner) tenants(ctx context.Context, res *result, deadline time.Time) e
 		wantFailed := 0
 		if r.failsByDeadline(r.ns) {
 			wantFailed = r.o.jobs
+			if n := r.w.finishedFor(r.ns, batchv1.JobReasonDeadlineExceeded); n != r.o.jobs {
+				return fmt.Errorf("%d of A's %d Jobs finished for %s, want all", n, r.o.jobs, batchv1.JobReasonDeadlineExceeded)
+			}
 		}
 		if failed := r.w.failedJobs(); failed != wantFailed {
 			return fmt.Errorf("%d Jobs failed, want %d", failed, wantFailed)
@@ -892,6 +895,7 @@ type watcher struct {
 	added    map[types.UID]time.Time // Job seen
 	finished map[types.UID]time.Time // Job seen Complete or Failed
 	failed   map[types.UID]bool
+	reason   map[types.UID]string // of the Job's Complete or Failed condition
 	firstPod map[types.UID]time.Time // first pod of a Job seen
 	pods     map[types.UID]int       // pods seen per Job
 	podUIDs  map[types.UID]bool
@@ -909,7 +913,7 @@ type watcher struct {
 func newWatcher(client kubernetes.Interface, namespaces []string, stop chan struct{}) (*watcher, error) {
 	w := &watcher{
 		changed: make(chan struct{}, 1), jobNS: map[types.UID]string{},
-		added: map[types.UID]time.Time{}, finished: map[types.UID]time.Time{}, failed: map[types.UID]bool{},
+		added: map[types.UID]time.Time{}, finished: map[types.UID]time.Time{}, failed: map[types.UID]bool{}, reason: map[types.UID]string{},
 		firstPod: map[types.UID]time.Time{}, pods: map[types.UID]int{}, podUIDs: map[types.UID]bool{},
 		podJob: map[types.UID]types.UID{}, podCreated: map[types.UID]time.Time{},
 		podBound: map[types.UID]time.Time{}, podSucceeded: map[types.UID]time.Time{},
@@ -963,6 +967,7 @@ func (w *watcher) job(job *batchv1.Job, added bool) {
 		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
 			w.finished[job.UID] = now
 			w.failed[job.UID] = c.Type == batchv1.JobFailed
+			w.reason[job.UID] = c.Reason
 			w.notify()
 		}
 	}
@@ -1116,6 +1121,19 @@ func (w *watcher) doneCountBefore(ns string, uid types.UID) int {
 	n := 0
 	for other, t := range w.finished {
 		if w.jobNS[other] == ns && (!ok || !t.After(end)) {
+			n++
+		}
+	}
+	return n
+}
+
+// finishedFor is the number of Jobs of ns finished for reason.
+func (w *watcher) finishedFor(ns, reason string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for uid, r := range w.reason {
+		if w.jobNS[uid] == ns && r == reason {
 			n++
 		}
 	}
