@@ -9,8 +9,9 @@
 // the broadcaster never waits and correlates events (aggregation, spam
 // filter) exactly as before, and one writer sends the queued writes one
 // namespace at a time in turn. A namespace's burst fills its own queue and
-// drops its own events; a write the API server could not take rests in its
-// queue, while the others go on.
+// drops its own events. A write that fails in transport stays first in its
+// queue and every write pauses, as client-go's writer does: the API server
+// is away for all namespaces alike.
 package fairevents
 
 import (
@@ -64,9 +65,8 @@ type write struct {
 // queue is one namespace's writes, oldest first.
 type queue struct {
 	writes []write
-	// tries of the first write so far, and when it may be tried again.
-	tries     int
-	notBefore time.Time
+	// tries of the first write so far.
+	tries int
 }
 
 // Sink queues the broadcaster's writes by namespace; Run sends them.
@@ -82,7 +82,9 @@ type Sink struct {
 	turns  []string
 	turn   int
 	queued int
-	wake   chan struct{}
+	// pausedUntil: after a write failed in transport, none is sent before.
+	pausedUntil time.Time
+	wake        chan struct{}
 
 	// dropped counts the writes dropped because their namespace's queue,
 	// or all queues together, were full.
@@ -202,10 +204,11 @@ func (s *Sink) forgetIfEmpty(ns string) {
 
 // Run sends the queued writes, one namespace's at a time in turn, until ctx
 // ends; what is still queued then is dropped, as client-go's broadcaster
-// drops its queue at shutdown.
+// drops its queue at shutdown. The next sink's requests should end with ctx
+// too (fairlimit.EventSink's Context), or Run waits for the one in flight.
 func (s *Sink) Run(ctx context.Context) {
-	for {
-		ns, w, wait := s.next1()
+	for ctx.Err() == nil {
+		ns, w, wait := s.nextReady()
 		if wait < 0 {
 			s.send(ns, w)
 			continue
@@ -234,31 +237,26 @@ func (s *Sink) sleep(ctx context.Context, wait time.Duration) bool {
 	return true
 }
 
-// next1 is the next namespace's first write, wait < 0; or, with none ready,
-// how long until one is (0: until one comes).
-func (s *Sink) next1() (ns string, w write, wait time.Duration) {
+// nextReady is the next namespace's first write, wait < 0; or, with none
+// ready, how long until one is (0: until one comes).
+func (s *Sink) nextReady() (ns string, w write, wait time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.clock.Now()
-	for range s.turns {
-		ns := s.turns[s.turn]
-		s.turn = (s.turn + 1) % len(s.turns)
-		q := s.queues[ns]
-		if rest := q.notBefore.Sub(now); rest > 0 {
-			if wait == 0 || rest < wait {
-				wait = rest
-			}
-			continue
-		}
-		return ns, q.writes[0], -1
+	if len(s.turns) == 0 {
+		return "", write{}, 0
 	}
-	return "", write{}, wait
+	if pause := s.pausedUntil.Sub(s.clock.Now()); pause > 0 {
+		return "", write{}, pause
+	}
+	ns = s.turns[s.turn]
+	s.turn = (s.turn + 1) % len(s.turns)
+	return ns, s.queues[ns].writes[0], -1
 }
 
 // send makes namespace ns's first write w and takes it off its queue, unless
 // it is to be tried again later.
 func (s *Sink) send(ns string, w write) {
-	err := s.make(w)
+	err := s.request(w)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queues[ns]
@@ -270,15 +268,16 @@ func (s *Sink) send(ns string, w write) {
 			if q.tries == 1 {
 				pause = time.Duration(rand.Float64() * float64(retryAfter))
 			}
-			q.notBefore = s.clock.Now().Add(pause)
+			s.pausedUntil = s.clock.Now().Add(pause)
 			return
 		}
 	}
 	if err != nil {
 		s.logGivenUp(w, err)
 	}
+	q.writes[0] = write{} // not kept reachable by the slice
 	q.writes = q.writes[1:]
-	q.tries, q.notBefore = 0, time.Time{}
+	q.tries = 0
 	s.queued--
 	s.forgetIfEmpty(ns)
 }
@@ -293,9 +292,9 @@ func (s *Sink) logGivenUp(w write, err error) {
 	s.log.Log(context.Background(), level, "event not written", "namespace", w.event.Namespace, "event", w.event.Name, "reason", w.event.Reason, "err", err)
 }
 
-// make sends w, as client-go's recordEvent: a patch of an event the API
+// request sends w, as client-go's recordEvent: a patch of an event the API
 // server no longer has creates it.
-func (s *Sink) make(w write) error {
+func (s *Sink) request(w write) error {
 	var err error
 	switch w.verb {
 	case update:

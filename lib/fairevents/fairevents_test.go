@@ -165,12 +165,22 @@ func TestABurstDropsItsOwnEvents(t *testing.T) {
 	if s.queued != Total || dropped(s) != 3 {
 		t.Errorf("%d writes queued and %d dropped, want %d and the 3 the busy namespaces gave up", s.queued, dropped(s), Total)
 	}
+	for name, q := range s.queues {
+		if name == "quiet" {
+			continue
+		}
+		if first := q.writes[0].event.Name; first != "e-0" {
+			t.Errorf("namespace %s's first write is %s, want its oldest: a queue gives up its newest", name, first)
+		}
+	}
 }
 
-// A write failing in transport rests in its queue while other namespaces'
-// go on, is tried again after its pause, and is given up after maxTries; a
-// write the API server refused is not tried again.
-func TestAFailingWriteRestsWhileOthersGoOn(t *testing.T) {
+// A write failing in transport stays first in its queue and pauses every
+// write, as client-go's writer does (the API server is away for all): the
+// other namespaces' go on after the pause, it is tried again at its turn
+// and given up after maxTries; a write the API server refused is not tried
+// again.
+func TestAWriteFailingInTransportPausesAll(t *testing.T) {
 	api := newRecordingSink()
 	var mu sync.Mutex
 	tries := map[string]int{}
@@ -186,31 +196,67 @@ func TestAFailingWriteRestsWhileOthersGoOn(t *testing.T) {
 		}
 		return nil
 	}
+	triesOf := func(ns string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return tries[ns]
+	}
 	clk := testingclock.NewFakeClock(time.Now())
 	s := newSink(api, clk)
 	_, _ = s.Create(event("unreachable", "e"))
 	_, _ = s.Create(event("refused", "e"))
 	_, _ = s.Create(event("quiet", "e"))
 	run(t, s)
-	waitFor(t, "the quiet namespace's write", func() bool { return len(api.writes()) == 1 })
+	waitFor(t, "the first try", func() bool { return triesOf("unreachable") == 1 })
+	waitFor(t, "the writer to pause", clk.HasWaiters)
+	if triesOf("refused")+triesOf("quiet") != 0 {
+		t.Fatal("other writes were sent before the pause's end")
+	}
 	for try := 2; try <= maxTries; try++ {
-		waitFor(t, "the writer to rest", clk.HasWaiters)
 		clk.Step(retryAfter)
-		waitFor(t, fmt.Sprintf("try %d", try), func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return tries["unreachable"] == try
-		})
+		waitFor(t, fmt.Sprintf("try %d", try), func() bool { return triesOf("unreachable") == try })
+		if try < maxTries {
+			waitFor(t, "the writer to pause", clk.HasWaiters)
+		}
 	}
 	waitFor(t, "the given-up write to leave its queue", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.queued == 0
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if tries["unreachable"] != maxTries || tries["refused"] != 1 {
-		t.Errorf("tries: %v, want %d for the unreachable write and 1 for the refused one", tries, maxTries)
+	if triesOf("unreachable") != maxTries || triesOf("refused") != 1 || triesOf("quiet") != 1 {
+		t.Errorf("tries: %v, want %d for the unreachable write and 1 for the others", tries, maxTries)
+	}
+	if written := api.writes(); len(written) != 1 || written[0] != "create quiet/e" {
+		t.Errorf("writes %q, want the quiet namespace's only", written)
+	}
+}
+
+// Run returns once its context ends, however many writes are queued, and
+// with one in flight in a sink whose requests end with the context too.
+func TestRunStopsWithItsContext(t *testing.T) {
+	api := newRecordingSink()
+	api.gate = make(chan struct{})
+	s := newSink(api, clock.RealClock{})
+	for i := range 100 {
+		_, _ = s.Create(event(fmt.Sprintf("ns-%d", i%10), fmt.Sprintf("e-%d", i)))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	api.gate <- struct{}{} // the first write goes through
+	cancel()
+	close(api.gate) // the one in flight, if any, returns
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	if n := len(api.writes()); n > 2 {
+		t.Errorf("%d writes sent, want at most the two under way when the context ended", n)
 	}
 }
 

@@ -192,7 +192,7 @@ func (c *Controller) HasSynced() bool {
 // every worker has given back the CronJob in hand.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
-	stopEvents := fairevents.Start(ctx, c.events, fairlimit.EventSink{Events: c.cfg.Kube.CoreV1().Events("")}, c.cfg.Clock, c.log, c.metrics.eventsDropped)
+	stopEvents := fairevents.Start(ctx, c.events, fairlimit.EventSink{Events: c.cfg.Kube.CoreV1().Events(""), Context: ctx}, c.cfg.Clock, c.log, c.metrics.eventsDropped)
 	defer stopEvents()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return errors.New("the CronJob and Job caches did not sync")

@@ -245,7 +245,7 @@ func (c *Controller) Jobs() batchv1listers.JobLister { return c.jobs }
 // worker has given back the item in hand.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
-	stopEvents := fairevents.Start(ctx, c.events, fairlimit.EventSink{Events: c.cfg.Client.CoreV1().Events("")}, c.cfg.Clock, c.log, c.metrics.eventsDropped)
+	stopEvents := fairevents.Start(ctx, c.events, fairlimit.EventSink{Events: c.cfg.Client.CoreV1().Events(""), Context: ctx}, c.cfg.Clock, c.log, c.metrics.eventsDropped)
 	defer stopEvents()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return errors.New("the Job and pod caches did not sync")

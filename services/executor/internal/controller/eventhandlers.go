@@ -132,6 +132,8 @@ func (c *Controller) updatePod(old, cur any) {
 	curRef, oldRef := metav1.GetControllerOf(curPod), metav1.GetControllerOf(oldPod)
 	refChanged := !reflect.DeepEqual(curRef, oldRef)
 	if refChanged && oldRef != nil {
+		// Released, the pod is no longer its Job's to delete.
+		c.state.ForgetDeletion(oldPod.Namespace+"/"+oldRef.Name, curPod.UID)
 		if job := c.resolveControllerRef(oldPod.Namespace, oldRef); job != nil {
 			if finalizerRemoved {
 				c.state.FinalizerRemovalObserved(keyOf(job), curPod.UID)
@@ -183,7 +185,7 @@ func (c *Controller) deletePod(obj any, final bool) {
 		return
 	}
 	// Whatever became of its Job, the pod's deletion is no longer in flight.
-	c.state.DeletionObserved(pod.Namespace+"/"+ref.Name, pod.UID)
+	c.state.ForgetDeletion(pod.Namespace+"/"+ref.Name, pod.UID)
 	job := c.resolveControllerRef(pod.Namespace, ref)
 	if job == nil || isFinished(job) {
 		// No sync of the Job will remove this finalizer.

@@ -208,16 +208,17 @@ func (w *performer) deletePods(ctx context.Context, i int, a plan.DeletePods) (s
 	var wg sync.WaitGroup
 	for _, ref := range pods {
 		wg.Go(func() {
-			// notMade: the informer will show no deletion of the pod.
-			notMade := func() {
+			// noDeletionToSee: the informer will show no deletion of the
+			// pod by this request.
+			noDeletionToSee := func() {
 				if a.ExpectDeletions {
 					w.c.state.DeletionsObserved(w.key, 1)
 				} else {
-					w.c.state.DeletionObserved(w.key, ref.UID)
+					w.c.state.ForgetDeletion(w.key, ref.UID)
 				}
 			}
 			failDelete := func(err error) {
-				notMade()
+				noDeletionToSee()
 				if gone(err) {
 					deleted.Add(1)
 					return
@@ -229,7 +230,7 @@ func (w *performer) deletePods(ctx context.Context, i int, a plan.DeletePods) (s
 			// giving the worker up never leaves a pod half done.
 			reqCtx, ok := r.admit()
 			if !ok {
-				notMade()
+				noDeletionToSee()
 				return
 			}
 			if a.RemoveTrackingFinalizer {
@@ -257,6 +258,8 @@ func (w *performer) deletePods(ctx context.Context, i int, a plan.DeletePods) (s
 	yielded := r.end(false)
 	err = requestsEnded(ctx, yielded, int(r.notMade.Load()), &errs)
 	if errors.Is(err, errYielded) && !a.ExpectDeletions {
+		// A failed write is the sync's error: retried with backoff, the
+		// yield not counted.
 		if werr := w.keepFinishingDecision(ctx, i); werr != nil {
 			err = werr
 		}
@@ -270,7 +273,9 @@ func (w *performer) deletePods(ctx context.Context, i int, a plan.DeletePods) (s
 // reference writes it with the deletions' counts, and its later syncs keep
 // a condition already written; without it, the next sync would decide
 // again, from pods the deletions made count as failed: a Job past its
-// deadline would fail with BackoffLimitExceeded, a succeeded one too.
+// deadline would fail with BackoffLimitExceeded, a succeeded one too. The
+// reference never shows the condition beside the counts of before the
+// deletions; the next sync, queued at once, writes them.
 func (w *performer) keepFinishingDecision(ctx context.Context, i int) error {
 	next := w.nextStatus(i)
 	if next == nil {

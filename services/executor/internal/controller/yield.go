@@ -21,8 +21,9 @@ import (
 // them again: creations and deletions by the pods it sees, finalizer
 // removals by the uncounted pods that still have one, which it counts once
 // they are gone; a finishing Job's deletions, which have no expectations,
-// skip the pods whose deletion is in flight), and its key is queued again at
-// once, behind the waiting namespace. The requests still waiting for a token are given up before
+// skip the pods whose deletion is in flight, and its decision is written
+// first), and its key is queued again at once, behind the waiting
+// namespace. The requests still waiting for a token are given up before
 // they are sent: a creation cut after it was sent may have made its pod,
 // which lowered expectations would let the next sync create again.
 

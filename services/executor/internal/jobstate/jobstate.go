@@ -124,6 +124,7 @@ func (s *Store) FinalizerRemovalObserved(key string, uid types.UID) {
 	defer s.mu.Unlock()
 	if j, ok := s.jobs[key]; ok {
 		delete(j.removals, uid)
+		s.dropIfEmpty(key, j)
 	}
 }
 
@@ -134,6 +135,9 @@ func (s *Store) FinalizerRemovalObserved(key string, uid types.UID) {
 // the performer skips a pod whose deletion is in flight, rather than
 // deleting it twice.
 func (s *Store) TrackDeletions(key string, uids []types.UID) {
+	if len(uids) == 0 {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j := s.job(key)
@@ -154,9 +158,9 @@ func (s *Store) DeletionInFlight(key string, uid types.UID) bool {
 	return ok && j.deleting[uid]
 }
 
-// DeletionObserved forgets a tracked deletion: seen by the informer, or not
+// ForgetDeletion forgets a tracked deletion: seen by the informer, or not
 // made.
-func (s *Store) DeletionObserved(key string, uid types.UID) {
+func (s *Store) ForgetDeletion(key string, uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if j, ok := s.jobs[key]; ok {

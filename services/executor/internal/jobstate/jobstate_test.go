@@ -154,11 +154,11 @@ func TestDeletionsInFlight(t *testing.T) {
 		t.Errorf("state %+v, want nothing told to the planner", st)
 	}
 	s.Release(key)
-	s.DeletionObserved(key, "a")
+	s.ForgetDeletion(key, "a")
 	if s.DeletionInFlight(key, "a") || !s.DeletionInFlight(key, "b") {
 		t.Error("want only b in flight after a's observation, the release notwithstanding")
 	}
-	s.DeletionObserved(key, "b")
+	s.ForgetDeletion(key, "b")
 	if _, ok := s.jobs[key]; ok {
 		t.Errorf("released Job with nothing in flight still held: %+v", s.jobs[key])
 	}

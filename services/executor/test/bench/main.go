@@ -895,7 +895,7 @@ type watcher struct {
 	added    map[types.UID]time.Time // Job seen
 	finished map[types.UID]time.Time // Job seen Complete or Failed
 	failed   map[types.UID]bool
-	reason   map[types.UID]string // of the Job's Complete or Failed condition
+	reason   map[types.UID]string    // of the Job's Complete or Failed condition
 	firstPod map[types.UID]time.Time // first pod of a Job seen
 	pods     map[types.UID]int       // pods seen per Job
 	podUIDs  map[types.UID]bool

@@ -153,7 +153,7 @@ func conditionOf(job *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCon
 // waits for it and for namespace busy's longJobs Jobs to finish, and fails
 // the test when the quiet Job took over a third of the time the busy Jobs
 // took from now: it waited behind their long syncs (of what).
-func quietBesideLongSyncs(ctx context.Context, t *testing.T, e *Env, busy, quiet string, done *completions, what string) {
+func quietBesideLongSyncs(ctx context.Context, t *testing.T, e *Env, busy, quiet string, done *jobMilestones, what string) {
 	t.Helper()
 	created := time.Now()
 	createJobs(ctx, t, e, quiet, 1, quietPods)
@@ -193,7 +193,7 @@ func waitForPods(ctx context.Context, t *testing.T, e *Env, ns string, n int) {
 // busyAndQuiet starts a fairness test: namespaces PREFIX-busy and
 // PREFIX-quiet, whose Jobs' completions are followed, and 4 minutes for the
 // test (its context ends with it).
-func busyAndQuiet(t *testing.T, prefix string) (e *Env, ctx context.Context, busy, quiet string, done *completions) {
+func busyAndQuiet(t *testing.T, prefix string) (e *Env, ctx context.Context, busy, quiet string, done *jobMilestones) {
 	t.Helper()
 	if builtinOnly() {
 		t.Skip("needs jobplane's services")
@@ -202,7 +202,7 @@ func busyAndQuiet(t *testing.T, prefix string) (e *Env, ctx context.Context, bus
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	busy = newNamespace(t, e, prefix+"-busy")
 	quiet = newNamespace(t, e, prefix+"-quiet")
-	done = watchCompletions(ctx, t, e, busy, quiet)
+	done = watchJobs(ctx, t, e, busy, quiet)
 	// Registered last, so run first: the informers' shutdown waits for
 	// the context's end.
 	t.Cleanup(cancel)
@@ -247,20 +247,21 @@ func createJobsOf(ctx context.Context, t *testing.T, e *Env, ns string, n int, p
 	}
 }
 
-// completions records when each Job of the watched namespaces was first seen
+// jobMilestones records when each Job of the watched namespaces was first seen
 // finished: Complete, or Failed; and when each event about a Job was first
 // seen.
-type completions struct {
+type jobMilestones struct {
 	mu     sync.Mutex
 	at     map[string]map[string]time.Time // namespace → Job → time
 	events map[string]map[string]time.Time // namespace → event → time
 	seen   chan struct{}                   // signalled on every new completion or event
 }
 
-// watchCompletions follows the Jobs of namespaces until ctx ends.
-func watchCompletions(ctx context.Context, t *testing.T, e *Env, namespaces ...string) *completions {
+// watchJobs follows the Jobs of namespaces, and the events about them, until
+// ctx ends.
+func watchJobs(ctx context.Context, t *testing.T, e *Env, namespaces ...string) *jobMilestones {
 	t.Helper()
-	c := &completions{at: map[string]map[string]time.Time{}, events: map[string]map[string]time.Time{}, seen: make(chan struct{}, 1)}
+	c := &jobMilestones{at: map[string]map[string]time.Time{}, events: map[string]map[string]time.Time{}, seen: make(chan struct{}, 1)}
 	signal := func() {
 		select {
 		case c.seen <- struct{}{}:
@@ -313,7 +314,7 @@ func watchCompletions(ctx context.Context, t *testing.T, e *Env, namespaces ...s
 }
 
 // count is how many Jobs of ns have finished.
-func (c *completions) count(ns string) int {
+func (c *jobMilestones) count(ns string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.at[ns])
@@ -321,19 +322,19 @@ func (c *completions) count(ns string) int {
 
 // wait waits until n Jobs of ns have finished and returns when the last of
 // them did.
-func (c *completions) wait(ctx context.Context, t *testing.T, ns string, n int) time.Time {
+func (c *jobMilestones) wait(ctx context.Context, t *testing.T, ns string, n int) time.Time {
 	t.Helper()
 	return c.waitIn(ctx, t, c.at, ns, n, "Jobs finished")
 }
 
 // waitEvents waits until n events about Jobs of ns have been seen and
 // returns when the last of them was.
-func (c *completions) waitEvents(ctx context.Context, t *testing.T, ns string, n int) time.Time {
+func (c *jobMilestones) waitEvents(ctx context.Context, t *testing.T, ns string, n int) time.Time {
 	t.Helper()
 	return c.waitIn(ctx, t, c.events, ns, n, "events about Jobs seen")
 }
 
-func (c *completions) waitIn(ctx context.Context, t *testing.T, seen map[string]map[string]time.Time, ns string, n int, what string) time.Time {
+func (c *jobMilestones) waitIn(ctx context.Context, t *testing.T, seen map[string]map[string]time.Time, ns string, n int, what string) time.Time {
 	t.Helper()
 	for {
 		c.mu.Lock()
