@@ -139,6 +139,34 @@ func TestOneNamespacesFailingJobsDoNotHoldBackAnothersJob(t *testing.T) {
 	}
 }
 
+// podTimeline says when namespace ns's pods were created and last changed
+// condition (whole seconds, as the API server keeps them) after from: where
+// a slow Job's time went, the executor's creations or the fake kubelet.
+func podTimeline(ctx context.Context, t *testing.T, e *Env, ns string, from time.Time) string {
+	t.Helper()
+	pods, err := e.Cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	from = from.Truncate(time.Second)
+	var created, changed time.Time
+	for _, pod := range pods.Items {
+		created = latest(created, pod.CreationTimestamp.Time)
+		for _, c := range pod.Status.Conditions {
+			changed = latest(changed, c.LastTransitionTime.Time)
+		}
+	}
+	return fmt.Sprintf("in whole seconds of the API server's clock, its %d pods created by %s, their conditions last changed by %s", len(pods.Items),
+		created.Sub(from), changed.Sub(from))
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // conditionOf is the Job's condition of type typ that is true, or nil.
 func conditionOf(job *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCondition {
 	for i, c := range job.Status.Conditions {
@@ -161,8 +189,9 @@ func quietBesideLongSyncs(ctx context.Context, t *testing.T, e *Env, busy, quiet
 	busyAtQuiet := done.count(busy)
 	lastAt := done.wait(ctx, t, busy, longJobs)
 	quietTook, busyLeft := quietAt.Sub(created), lastAt.Sub(created)
-	t.Logf("%d Jobs of %d pods in %s all finished %s later; the Job of %d pods in %s complete %s after its creation, when %d of %s's Jobs had finished",
-		longJobs, longPods, busy, busyLeft.Round(100*time.Millisecond), quietPods, quiet, quietTook.Round(100*time.Millisecond), busyAtQuiet, busy)
+	t.Logf("%d Jobs of %d pods in %s all finished %s later; the Job of %d pods in %s complete %s after its creation, when %d of %s's Jobs had finished (%s)",
+		longJobs, longPods, busy, busyLeft.Round(100*time.Millisecond), quietPods, quiet, quietTook.Round(100*time.Millisecond), busyAtQuiet, busy,
+		podTimeline(ctx, t, e, quiet, created))
 	if quietTook > busyLeft/3 {
 		t.Errorf("the quiet namespace's Job took %s, over a third of the %s the busy namespace's Jobs still took: it waited behind their %s",
 			quietTook.Round(100*time.Millisecond), busyLeft.Round(100*time.Millisecond), what)
