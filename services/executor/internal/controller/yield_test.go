@@ -312,31 +312,57 @@ func TestAFinishingJobsDeletionsAreEachMadeOnce(t *testing.T) {
 }
 
 // A finishing Job's sync that gives its worker up in its deletions writes
-// the interim condition its status would have added (FailureTarget here),
-// on the Job's status as it is, so that the next sync keeps the decision
-// rather than take again, from pods its deletions made count as failed,
-// another (BackoffLimitExceeded for a Job past its deadline); none when the
-// condition is already written.
+// the interim condition its status would have added (FailureTarget,
+// SuccessCriteriaMet), on the Job's status as it is, so that the next sync
+// keeps the decision rather than take again, from pods its deletions made
+// count as failed, another (BackoffLimitExceeded for a Job past its
+// deadline); none when the condition is already written. A refused write is
+// the sync's error (retried with backoff), not a yield.
 func TestAFinishingJobThatGivesItsWorkerUpKeepsItsDecision(t *testing.T) {
 	failureTarget := batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonDeadlineExceeded, Message: "Job was active longer than specified deadline"}
-	for _, written := range []bool{false, true} {
-		t.Run(fmt.Sprintf("condition already written %v", written), func(t *testing.T) {
+	successCriteriaMet := batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonSuccessPolicy, Message: "Matched rules at index 0"}
+	for _, tc := range []struct {
+		name      string
+		decision  batchv1.JobCondition
+		written   bool // the condition is in the Job's status already
+		refused   bool // the status write fails
+		wantWrite bool
+	}{
+		{name: "FailureTarget", decision: failureTarget, wantWrite: true},
+		{name: "SuccessCriteriaMet", decision: successCriteriaMet, wantWrite: true},
+		{name: "already written", decision: failureTarget, written: true},
+		{name: "write refused", decision: failureTarget, refused: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			job := newJob("job")
 			job.Status.Active = 100
-			if written {
-				job.Status.Conditions = []batchv1.JobCondition{failureTarget}
+			if tc.written {
+				job.Status.Conditions = []batchv1.JobCondition{tc.decision}
 			}
 			objects, refs := withPods(job, 100)
 			f := newFixture(t, objects...)
 			f.budget(1e-6, 12)
-			next := batchv1.JobStatus{Terminating: ptr.To[int32](100), Conditions: []batchv1.JobCondition{failureTarget}}
-			f.planner.set(plan.DeletePods{Because: because("DeadlineExceeded"), Pods: refs}, plan.WriteStatus{Because: because("Terminating"), Status: next})
+			if tc.refused {
+				f.failCall("update", "jobs", 1, internalError())
+			}
+			next := batchv1.JobStatus{Terminating: ptr.To[int32](100), Conditions: []batchv1.JobCondition{tc.decision}}
+			f.planner.set(plan.DeletePods{Because: because("Finishing"), Pods: refs}, plan.WriteStatus{Because: because("Terminating"), Status: next})
 			f.c.queue.Add("other/job")
-			if _, _, _, err := f.c.sync(yieldable(context.Background(), f.clock.Now()), jobKey); !errors.Is(err, errYielded) {
+			_, _, _, err := f.c.sync(yieldable(context.Background(), f.clock.Now()), jobKey)
+			if tc.refused {
+				if err == nil || errors.Is(err, errYielded) {
+					t.Errorf("sync: %v, want the refused write's error", err)
+				}
+				if got := testutil.ToFloat64(f.c.metrics.syncsYielded.WithLabelValues("delete")); got != 0 {
+					t.Errorf("syncs yielded in delete = %v, want none counted", got)
+				}
+				return
+			}
+			if !errors.Is(err, errYielded) {
 				t.Fatalf("sync: %v, want the worker given up", err)
 			}
 			writes := f.statusWrites()
-			if written {
+			if !tc.wantWrite {
 				if len(writes) != 0 {
 					t.Errorf("%d status writes, want none: the condition was there", len(writes))
 				}
@@ -346,8 +372,8 @@ func TestAFinishingJobThatGivesItsWorkerUpKeepsItsDecision(t *testing.T) {
 				t.Fatalf("%d status writes, want the decision's one", len(writes))
 			}
 			got := writes[0].Status
-			if len(got.Conditions) != 1 || got.Conditions[0] != failureTarget {
-				t.Errorf("conditions written %+v, want the plan's FailureTarget", got.Conditions)
+			if len(got.Conditions) != 1 || got.Conditions[0] != tc.decision {
+				t.Errorf("conditions written %+v, want the plan's %s", got.Conditions, tc.decision.Type)
 			}
 			if got.Active != 100 || got.Terminating != nil {
 				t.Errorf("active %d, terminating %v written, want the Job's own counts (100, none): the next sync counts the deletions", got.Active, got.Terminating)
