@@ -570,10 +570,5 @@ func (c *Controller) managed(job *batchv1.Job) bool {
 }
 
 func isFinished(job *batchv1.Job) bool {
-	for _, cond := range job.Status.Conditions {
-		if (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) && cond.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+	return hasCondition(&job.Status, batchv1.JobComplete) || hasCondition(&job.Status, batchv1.JobFailed)
 }

@@ -110,12 +110,7 @@ func (s *Store) ExpectFinalizersRemoved(key string, uids []types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j := s.job(key)
-	if j.removals == nil {
-		j.removals = make(map[types.UID]bool, len(uids))
-	}
-	for _, uid := range uids {
-		j.removals[uid] = true
-	}
+	j.removals = withUIDs(j.removals, uids)
 }
 
 // FinalizerRemovalObserved forgets a removal: seen by the informer, or failed.
@@ -141,12 +136,18 @@ func (s *Store) TrackDeletions(key string, uids []types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j := s.job(key)
-	if j.deleting == nil {
-		j.deleting = make(map[types.UID]bool, len(uids))
+	j.deleting = withUIDs(j.deleting, uids)
+}
+
+// withUIDs is set with uids added (made if nil).
+func withUIDs(set map[types.UID]bool, uids []types.UID) map[types.UID]bool {
+	if set == nil {
+		set = make(map[types.UID]bool, len(uids))
 	}
 	for _, uid := range uids {
-		j.deleting[uid] = true
+		set[uid] = true
 	}
+	return set
 }
 
 // DeletionInFlight says whether the pod's deletion was issued and is not

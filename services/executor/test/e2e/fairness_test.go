@@ -297,29 +297,25 @@ func watchJobs(ctx context.Context, t *testing.T, e *Env, namespaces ...string) 
 		default:
 		}
 	}
-	record := func(obj any) {
-		job, ok := obj.(*batchv1.Job)
-		if !ok || !hasCondition(job, batchv1.JobComplete) && !hasCondition(job, batchv1.JobFailed) {
-			return
-		}
+	// firstSeen records now as when name of namespace ns was first seen in
+	// seen.
+	firstSeen := func(seen map[string]map[string]time.Time, ns, name string) {
 		c.mu.Lock()
-		if _, ok := c.at[job.Namespace][job.Name]; !ok {
-			c.at[job.Namespace][job.Name] = time.Now()
+		if _, ok := seen[ns][name]; !ok {
+			seen[ns][name] = time.Now()
 		}
 		c.mu.Unlock()
 		signal()
 	}
+	record := func(obj any) {
+		if job, ok := obj.(*batchv1.Job); ok && (hasCondition(job, batchv1.JobComplete) || hasCondition(job, batchv1.JobFailed)) {
+			firstSeen(c.at, job.Namespace, job.Name)
+		}
+	}
 	recordEvent := func(obj any) {
-		ev, ok := obj.(*corev1.Event)
-		if !ok || ev.InvolvedObject.Kind != "Job" {
-			return
+		if ev, ok := obj.(*corev1.Event); ok && ev.InvolvedObject.Kind == "Job" {
+			firstSeen(c.events, ev.Namespace, ev.Name)
 		}
-		c.mu.Lock()
-		if _, ok := c.events[ev.Namespace][ev.Name]; !ok {
-			c.events[ev.Namespace][ev.Name] = time.Now()
-		}
-		c.mu.Unlock()
-		signal()
 	}
 	for _, ns := range namespaces {
 		c.at[ns], c.events[ns] = map[string]time.Time{}, map[string]time.Time{}
