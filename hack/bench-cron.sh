@@ -52,6 +52,8 @@
 #   COUNTS=50 MINUTES=2 hack/bench-cron.sh                   # a quick run (5 minutes)
 #   COUNTS=50 MINUTES=2 VARIANTS=jobplane QPS_PAIRS=1000/1500 EXECUTOR_QPS=5/5 CRON_WORKERS=50 hack/bench-cron.sh
 #                                       # the executor's rate limit alone in the way
+#   COUNTS=50 SLOW_CREATES=20s hack/bench-cron.sh            # the crowded namespaces' Job creations held 20 s each
+#                                       # by an admission webhook: does a quiet tenant wait for a worker?
 #
 # Environment (defaults):
 #   COUNTS="1000"             CronJobs per controller
@@ -60,6 +62,7 @@
 #   CRON_QPS= EXECUTOR_QPS=   cron's or the executor's alone (the pair when empty)
 #   VARIANTS="builtin jobplane"
 #   MINUTES=3 GRACE=90s CRON_WORKERS=5 EXECUTOR_WORKERS=5
+#   SLOW_CREATES=0            how long a webhook holds each Job creation in the crowded namespaces
 # Results (JSON lines), the services' logs and their /metrics at the end of
 # each run are kept under ${JOBPLANE_CACHE}/bench-cron/runs/.
 set -euo pipefail
@@ -78,6 +81,7 @@ minutes=${MINUTES:-3}
 grace=${GRACE:-90s}
 cron_workers=${CRON_WORKERS:-5}
 executor_workers=${EXECUTOR_WORKERS:-5}
+slow_creates=${SLOW_CREATES:-0}
 
 name=jobplane-bench-cron
 export KWOK_WORKDIR="${JOBPLANE_CACHE}/bench-cron"
@@ -287,7 +291,7 @@ for count in ${counts}; do
     log "${count} CronJobs (${variants}) at ${pair}, kcm at ${kpair}, ${minutes} minutes"
     timeout "${driver_timeout}" "${work}/bench" run -kubeconfig "${kubeconfig}" -results "${results}" \
       -count "${count}" -minutes "${minutes}" -grace "${grace}" -variants "${variant_list}" \
-      -qps "${pair}" -cron-qps "${cron_qps:-${pair}}" -executor-qps "${executor_qps:-${pair}}" -kcm-qps "${kpair}" -cron-workers "${cron_workers}" -executor-workers "${executor_workers}" \
+      -qps "${pair}" -cron-qps "${cron_qps:-${pair}}" -executor-qps "${executor_qps:-${pair}}" -kcm-qps "${kpair}" -cron-workers "${cron_workers}" -executor-workers "${executor_workers}" -slow-creates "${slow_creates}" \
       -kcm-metrics "${kcm_url}/metrics" -executor-metrics "${executor_metrics}" -cron-metrics "${cron_metrics}" >/dev/null ||
       log "the driver failed or timed out (${driver_timeout}s); results so far in ${results}"
     curl -sf --max-time 30 "${executor_metrics}" >"${run_dir}/executor-metrics-${label}.txt" || true

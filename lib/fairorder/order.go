@@ -74,6 +74,9 @@ type Order struct {
 	waitingCount atomic.Int32
 	sole         atomic.Pointer[string]
 	published    int
+	// next is the namespace whose turn is next, nil when none waits:
+	// published for other goroutines (Next).
+	next atomic.Pointer[string]
 }
 
 // tenant is one namespace's place in the order.
@@ -212,19 +215,34 @@ func (o *Order) WaitingBesides(ns string) bool {
 	return sole != nil && *sole != ns
 }
 
-// publish makes how many namespaces have keys queued, and which when one
-// does, readable by WaitingBesides. It changes by one at most per call, so
-// the namespace left alone is the one whose turn is next.
+// Next is the namespace whose turn is next, "" when no key is queued. Any
+// goroutine may ask; the answer is the last published, a moment old.
+func (o *Order) Next() string {
+	if next := o.next.Load(); next != nil {
+		return *next
+	}
+	return ""
+}
+
+// publish makes the namespace whose turn is next readable by Next, and how
+// many namespaces have keys queued, and which when one does, readable by
+// WaitingBesides. The count changes by one at most per call, so the
+// namespace left alone is the one whose turn is next.
 func (o *Order) publish() {
+	if len(o.passes) == 0 {
+		o.next.Store(nil)
+	} else {
+		// The tenant's own field: a tenant outlives its last read.
+		b := o.passes[0]
+		o.next.Store(&b.tenants[b.head].namespace)
+	}
 	n := len(o.tenants) - o.idle
 	if n == o.published {
 		return
 	}
 	o.published = n
 	if n == 1 {
-		// The tenant's own field: a tenant outlives its last read.
-		b := o.passes[0]
-		o.sole.Store(&b.tenants[b.head].namespace)
+		o.sole.Store(o.next.Load())
 	}
 	o.waitingCount.Store(int32(n))
 }

@@ -160,3 +160,29 @@ func TestWaitingBesidesFollowsTheQueuedNamespaces(t *testing.T) {
 	o.Pop()
 	check("empty again", "b", false)
 }
+
+// Next names the namespace Pop serves next, as the keys come and go.
+func TestNextIsTheNamespacePopServes(t *testing.T) {
+	o := NewOrder(nil)
+	if got := o.Next(); got != "" {
+		t.Fatalf("empty: Next() = %q, want none", got)
+	}
+	for _, key := range []string{"a/1", "a/2", "a/3", "b/1", "c/1", "b/2"} {
+		o.Push(key)
+	}
+	for o.Len() > 0 {
+		next := o.Next()
+		if got := NamespaceOf(o.Pop()); got != next {
+			t.Fatalf("Next() = %q, then Pop served %q", next, got)
+		}
+	}
+	if got := o.Next(); got != "" {
+		t.Errorf("emptied: Next() = %q, want none", got)
+	}
+	o.Push("a/4")
+	o.Push("b/3")
+	o.Remove("a/4")
+	if got := o.Next(); got != "b" {
+		t.Errorf("a's only key removed: Next() = %q, want b", got)
+	}
+}

@@ -109,6 +109,9 @@ type Controller struct {
 	leading  func() (bool, string)
 	// syncing serialises a CronJob's syncs and its Trigger and Backfill.
 	syncing keyedmutex.Mutex
+	// seats are the workers' holds; a call to the executor holding one may
+	// be given up to another namespace (yield.go).
+	seats *seats
 }
 
 // New builds a controller and registers its informer handlers.
@@ -130,6 +133,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	broadcaster := record.NewBroadcaster()
 	jobInformer := cfg.Informers.Batch().V1().Jobs().Informer()
+	order := fairorder.NewOrder(cfg.NamespaceWeights)
 	c := &Controller{
 		cfg:   cfg,
 		log:   cfg.Log,
@@ -137,11 +141,12 @@ func New(cfg Config) (*Controller, error) {
 		jobs:  jobInformer.GetIndexer(),
 		queue: fairqueue.New(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetry, maxRetry),
-			fairqueue.Config{Name: "jobplane_cronjob", Clock: cfg.Clock, Weights: cfg.NamespaceWeights}),
+			fairqueue.Config{Name: "jobplane_cronjob", Clock: cfg.Clock, Order: order}),
 		events:   broadcaster,
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: cfg.EventSource}),
 		metrics:  cfg.Metrics,
 		leading:  func() (bool, string) { return true, "" },
+		seats:    newSeats(cfg.Clock, order),
 	}
 	if err := jobInformer.AddIndexers(cache.Indexers{controllerUIDIndex: indexByController}); err != nil {
 		return nil, fmt.Errorf("adding the Job controller index: %w", err)
@@ -203,7 +208,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		c.queue.Add(key)
 	}
 	c.log.Info("starting workers", "workers", workers)
+	c.seats.setWorkers(workers)
 	var wg sync.WaitGroup
+	wg.Go(func() { c.seats.run(ctx, c.cfg.Clock, c.metrics.syncsYielded.Inc) })
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}
@@ -225,8 +232,15 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	ctx, st := c.seats.take(ctx, key)
+	defer c.seats.release(st)
 	requeueAfter, err := c.sync(ctx, key)
 	switch {
+	case errors.Is(err, errYielded):
+		// Not a failure: queued again at once, behind the namespace its
+		// worker went to.
+		c.queue.Forget(key)
+		c.queue.Add(key)
 	case err != nil:
 		c.log.Warn("sync failed; retrying with backoff", "cronjob", key, "err", err)
 		c.queue.AddRateLimited(key)

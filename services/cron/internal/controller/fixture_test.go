@@ -121,10 +121,16 @@ func (f *fixture) putJob(job *batchv1.Job) {
 	}
 }
 
-// cronJob reads a CronJob back from the API server.
+// cronJob reads a CronJob of the test namespace back from the API server.
 func (f *fixture) cronJob(name string) *cronapi.CronJob {
 	f.t.Helper()
-	u, err := f.dyn.Resource(cronapi.GroupVersionResource).Namespace(testNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	return f.cronJobIn(testNamespace, name)
+}
+
+// cronJobIn reads a CronJob of namespace back from the API server.
+func (f *fixture) cronJobIn(namespace, name string) *cronapi.CronJob {
+	f.t.Helper()
+	u, err := f.dyn.Resource(cronapi.GroupVersionResource).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -192,6 +198,43 @@ type fakeExecutor struct {
 	deleted []string
 	// unbounded counts the calls made without a deadline.
 	unbounded int
+	// slow is a namespace whose submissions, once their Job is created,
+	// are answered only when unblocked is closed or their call ends;
+	// blocked counts those waiting.
+	slow      string
+	unblocked chan struct{}
+	blocked   int
+}
+
+// slowFor makes the executor slow for namespace's submissions.
+func (e *fakeExecutor) slowFor(namespace string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.slow, e.unblocked = namespace, make(chan struct{})
+}
+
+// answerSlowly waits, for a submission in the slow namespace, until the
+// executor is unblocked or the call ends.
+func (e *fakeExecutor) answerSlowly(ctx context.Context, namespace string) error {
+	e.mu.Lock()
+	if namespace != e.slow {
+		e.mu.Unlock()
+		return nil
+	}
+	e.blocked++
+	unblocked := e.unblocked
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.blocked--
+		e.mu.Unlock()
+	}()
+	select {
+	case <-unblocked:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
 }
 
 // bounded records whether the call of ctx had a deadline within
@@ -226,6 +269,9 @@ func (e *fakeExecutor) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJobR
 	e.submitted = append(e.submitted, job.Name)
 	e.lanes = append(e.lanes, fairlimit.LaneOf(ctx))
 	e.mu.Unlock()
+	if err := e.answerSlowly(ctx, job.Namespace); err != nil {
+		return nil, err
+	}
 	out, _ := kubeconv.JobFromKube(job)
 	return &jobplanev1.SubmitJobResponse{Job: out, Created: true}, nil
 }

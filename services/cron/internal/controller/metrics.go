@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ type Metrics struct {
 	statusWrites  *prometheus.CounterVec
 	apiRequests   *prometheus.CounterVec
 	eventsDropped prometheus.Counter
+	syncsYielded  prometheus.Counter
 }
 
 // NewMetrics returns unregistered metrics; in drop-in mode with the
@@ -67,6 +69,9 @@ func newMetrics() *Metrics {
 		eventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "jobplane_cron_events_dropped_total", Help: "Events not written because their namespace had 2,000 queued, or all namespaces together 20,000 (lib/fairevents).",
 		}),
+		syncsYielded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "jobplane_cronjob_syncs_yielded_total", Help: "Syncs whose call to the executor was given up for another namespace's CronJob, every worker being busy (queued again at once).",
+		}),
 	}
 }
 
@@ -79,7 +84,7 @@ func (m *Metrics) Transport(next http.RoundTripper) http.RoundTripper {
 
 // Register registers the metrics.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	collectors := []prometheus.Collector{m.creationSkew, m.runs, m.missedRuns, m.syncDuration, m.statusWrites, m.apiRequests, m.eventsDropped}
+	collectors := []prometheus.Collector{m.creationSkew, m.runs, m.missedRuns, m.syncDuration, m.statusWrites, m.apiRequests, m.eventsDropped, m.syncsYielded}
 	if m.referenceSkew != nil {
 		collectors = append(collectors, m.referenceSkew)
 	}
@@ -107,7 +112,10 @@ func (m *Metrics) missed(n int) { m.missedRuns.Add(float64(n)) }
 
 func (m *Metrics) observeSync(d time.Duration, err error) {
 	result := "success"
-	if err != nil {
+	switch {
+	case errors.Is(err, errYielded):
+		result = "yielded"
+	case err != nil:
 		result = "error"
 	}
 	m.syncDuration.WithLabelValues(result).Observe(d.Seconds())

@@ -44,13 +44,25 @@ func (c *Controller) perform(ctx context.Context, in decide.Input, p decide.Plan
 	ref := eventTarget(cronJob)
 	st := *p.BaseStatus.DeepCopy()
 	var out outcome
-	stopCreating := false
+	// stopCreating: no run is handed over after this point; yielded: no
+	// call to the executor is made either, the worker given up.
+	stopCreating, yielded := false, false
 	for _, a := range p.Actions {
 		switch {
 		case a.Event != nil:
 			c.recorder.Event(ref, a.Event.Type, a.Event.Reason, a.Event.Message)
 		case a.Delete != nil:
-			if err := c.deleteRun(ctx, cronJob, a.Delete); err != nil {
+			if yielded {
+				keepActive(&st, cronJob, a.Delete.UID)
+				continue
+			}
+			err := c.deleteRun(ctx, cronJob, a.Delete)
+			if errors.Is(err, errYielded) {
+				keepActive(&st, cronJob, a.Delete.UID)
+				out.err, stopCreating, yielded = err, true, true
+				continue
+			}
+			if err != nil {
 				c.recorder.Eventf(ref, corev1.EventTypeWarning, "FailedDelete", "Deleted job: %v", err)
 				keepActive(&st, cronJob, a.Delete.UID)
 				if a.Reason == decide.ReasonReplace {
@@ -68,6 +80,8 @@ func (c *Controller) perform(ctx context.Context, in decide.Input, p decide.Plan
 			}
 			job, created, err := c.createRun(ctx, cronJob, a.Create)
 			switch {
+			case errors.Is(err, errYielded):
+				out.err, stopCreating, yielded = err, true, true
 			case errors.Is(err, errForeignJob):
 				out.stop, stopCreating = true, true
 			case err != nil:
@@ -96,9 +110,10 @@ func (c *Controller) perform(ctx context.Context, in decide.Input, p decide.Plan
 
 // executorCallTimeout bounds a call to the executor (retries after a shed
 // included): a worker waiting on it is held from every namespace's
-// CronJobs, so an executor slow for one namespace's Jobs must not keep it.
-// The sync fails and is retried; a Job created meanwhile is found as the
-// run's (createRun), so the run is delivered once.
+// CronJobs, so an executor slow for one namespace's Jobs must not keep it
+// (and another namespace waiting has it given up sooner: yield.go). The
+// sync fails and is retried; a Job created meanwhile is found as the run's
+// (createRun), so the run is delivered once.
 const executorCallTimeout = 30 * time.Second
 
 // errForeignJob: a Job of the run's name exists and another controller owns
@@ -113,9 +128,10 @@ func (c *Controller) createRun(ctx context.Context, cronJob *cronapi.CronJob, cr
 	if err != nil {
 		return nil, false, err
 	}
-	call, cancel := context.WithTimeout(ctx, executorCallTimeout)
-	defer cancel()
+	call, done := c.seats.callExecutor(ctx)
 	resp, err := c.cfg.Executor.SubmitJob(call, &jobplanev1.SubmitJobRequest{Job: req})
+	err = callError(call, err)
+	done()
 	if err == nil {
 		return resp.GetJob(), resp.GetCreated(), nil
 	}
@@ -145,11 +161,12 @@ func (c *Controller) deleteRun(ctx context.Context, cronJob *cronapi.CronJob, re
 	if ref.Namespace != cronJob.Namespace || ref.UID == "" {
 		return fmt.Errorf("refusing to delete Job %s/%s (uid %q): not a Job of CronJob %s/%s", ref.Namespace, ref.Name, ref.UID, cronJob.Namespace, cronJob.Name)
 	}
-	call, cancel := context.WithTimeout(ctx, executorCallTimeout)
-	defer cancel()
+	call, done := c.seats.callExecutor(ctx)
+	defer done()
 	_, err := c.cfg.Executor.DeleteJob(call, &jobplanev1.DeleteJobRequest{
 		Namespace: ref.Namespace, Name: ref.Name, Uid: string(ref.UID), PropagationPolicy: string(metav1.DeletePropagationBackground),
 	})
+	err = callError(call, err)
 	if status.Code(err) == codes.NotFound {
 		return nil
 	}

@@ -105,6 +105,7 @@ type options struct {
 	creators        int
 	skipUnsettled   bool
 	quiet           bool
+	slowCreates     time.Duration
 	cronMetrics     string
 	executorMetrics string
 	kcmMetrics      string
@@ -112,19 +113,22 @@ type options struct {
 
 // result is one controller's part of a run: a line of the results file.
 type result struct {
-	Variant         string  `json:"variant"`         // builtin or jobplane
-	CronJobs        int     `json:"cronJobs"`        // CronJobs of this controller
-	SideBySide      bool    `json:"sideBySide"`      // the other controller ran as many in the same run
-	QPS             string  `json:"qps"`             // jobplane's clients (cron, executor) QPS/burst
-	CronQPS         string  `json:"cronQPS"`         // cron's alone
-	ExecutorQPS     string  `json:"executorQPS"`     // the executor's alone
-	KCMQPS          string  `json:"kcmQPS"`          // kube-controller-manager's QPS/burst
-	CronWorkers     int     `json:"cronWorkers"`     // cron -workers
-	ExecutorWorkers int     `json:"executorWorkers"` // executor -workers
-	Minutes         int     `json:"minutes"`
-	WindowStart     string  `json:"windowStart"` // first boundary measured
-	GraceSeconds    float64 `json:"graceSeconds"`
-	CreateSeconds   float64 `json:"createSeconds"` // the driver creating this run's CronJobs (both controllers')
+	Variant         string `json:"variant"`         // builtin or jobplane
+	CronJobs        int    `json:"cronJobs"`        // CronJobs of this controller
+	SideBySide      bool   `json:"sideBySide"`      // the other controller ran as many in the same run
+	QPS             string `json:"qps"`             // jobplane's clients (cron, executor) QPS/burst
+	CronQPS         string `json:"cronQPS"`         // cron's alone
+	ExecutorQPS     string `json:"executorQPS"`     // the executor's alone
+	KCMQPS          string `json:"kcmQPS"`          // kube-controller-manager's QPS/burst
+	CronWorkers     int    `json:"cronWorkers"`     // cron -workers
+	ExecutorWorkers int    `json:"executorWorkers"` // executor -workers
+	Minutes         int    `json:"minutes"`
+	// SlowCreatesSeconds is how long the crowded namespaces' Job creations
+	// were held by the slow-creates webhook (-slow-creates).
+	SlowCreatesSeconds float64 `json:"slowCreatesSeconds,omitempty"`
+	WindowStart        string  `json:"windowStart"` // first boundary measured
+	GraceSeconds       float64 `json:"graceSeconds"`
+	CreateSeconds      float64 `json:"createSeconds"` // the driver creating this run's CronJobs (both controllers')
 
 	Expected   int `json:"expected"`   // CronJobs × boundaries
 	Runs       int `json:"runs"`       // (CronJob, boundary) pairs with a Job by the end
@@ -213,6 +217,7 @@ func run(args []string) error {
 	fs.IntVar(&o.creators, "creators", 32, "CronJobs created in parallel")
 	fs.BoolVar(&o.skipUnsettled, "skip-unsettled", true, "when the first syncs have not ended by the next boundary, measure from the one after")
 	fs.BoolVar(&o.quiet, "quiet", true, "give each controller a quiet tenant too: one CronJob in a namespace of its own, created after the others, due with them")
+	fs.DurationVar(&o.slowCreates, "slow-creates", 0, "hold every Job creation in the crowded namespaces this long, by an admission webhook on loopback (0: none): the quiet tenant's skew then says whether a worker waiting on a slow creation is given up to it")
 	fs.StringVar(&o.cronMetrics, "cron-metrics", "", "URL of the cron service's /metrics")
 	fs.StringVar(&o.executorMetrics, "executor-metrics", "", "URL of the executor's /metrics")
 	fs.StringVar(&o.kcmMetrics, "kcm-metrics", "", "URL of kube-controller-manager's /metrics (TLS not verified)")
@@ -254,6 +259,17 @@ func run(args []string) error {
 	}
 	if b.probe, err = startProbe(ctx, b.kube, meta); err != nil {
 		return err
+	}
+	if o.slowCreates > 0 {
+		var crowded []string
+		for _, v := range o.variants {
+			crowded = append(crowded, namespaceOf(v))
+		}
+		stop, err := startSlowCreates(ctx, b.kube, crowded, o.slowCreates)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	results, err := b.run(ctx)
 	if err != nil {
@@ -360,7 +376,7 @@ func (b *bench) run(ctx context.Context) ([]result, error) {
 		r := result{
 			Variant: v, CronJobs: o.count, SideBySide: len(o.variants) == 2, QPS: o.qps, KCMQPS: o.kcmQPS,
 			CronQPS: cmp.Or(o.cronQPS, o.qps), ExecutorQPS: cmp.Or(o.executorQPS, o.qps),
-			CronWorkers: o.cronWorkers, ExecutorWorkers: o.executorWorkers, Minutes: o.minutes,
+			CronWorkers: o.cronWorkers, ExecutorWorkers: o.executorWorkers, Minutes: o.minutes, SlowCreatesSeconds: o.slowCreates.Seconds(),
 			WindowStart: first.UTC().Format(time.RFC3339), GraceSeconds: o.grace.Seconds(), CreateSeconds: createSecs,
 			IntervalSeconds: after.at.Sub(before.at).Seconds(),
 		}

@@ -1,0 +1,241 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/jobplane/jobplane/lib/cronapi"
+	"github.com/jobplane/jobplane/lib/fairorder"
+)
+
+// An executor slow for one namespace's Jobs holds every worker with that
+// namespace's due CronJobs; another namespace's run waits for one of those
+// calls to be given up, about a second, not for the calls' timeout. The run
+// given up is still delivered once: its Job, created meanwhile, is found by
+// the next sync.
+func TestASlowNamespaceGivesAWorkerUpToAnother(t *testing.T) {
+	const workers = 5
+	f := newFixture(t)
+	f.executor.slowFor("slow")
+	f.c.seats.setWorkers(workers)
+	f.clock.SetTime(testCreated.Add(35 * time.Second)) // 10:01:05: every CronJob is due
+	for i := range workers + 1 {
+		cj := everyMinute(fmt.Sprintf("hourly-%d", i), func(cj *cronapi.CronJob) { cj.Namespace = "slow" })
+		f.putCronJob(cj)
+		f.c.queue.Add(cronJobKey(cronapi.APIVersion, cj.Namespace, cj.Name))
+	}
+
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	yielded := make(chan int, workers)
+	for w := range workers {
+		wg.Go(func() {
+			f.c.processNextWorkItem(ctx)
+			yielded <- w
+		})
+	}
+	f.waitBlocked(workers)
+	quiet := everyMinute("nightly", func(cj *cronapi.CronJob) { cj.Namespace = "quiet" })
+	f.putCronJob(quiet)
+	f.c.queue.Add(cronJobKey(cronapi.APIVersion, quiet.Namespace, quiet.Name))
+
+	if f.c.seats.giveUpACall() {
+		t.Fatalf("a call was given up before it had lasted %v", yieldAfterHeld)
+	}
+	f.clock.Step(yieldAfterHeld)
+	if !f.c.seats.giveUpACall() {
+		t.Fatalf("no call was given up: every worker busy with namespace slow, namespace quiet waiting")
+	}
+	if f.c.seats.giveUpACall() {
+		t.Errorf("a second call was given up before the first one's worker was free")
+	}
+	<-yielded
+	if got := f.c.queue.Len(); got != 3 {
+		t.Errorf("%d keys queued after the call was given up, want 3 (slow's sixth, quiet's, and the one given up)", got)
+	}
+
+	// The freed worker takes the quiet namespace's CronJob, whose run is
+	// handed over while the slow namespace's four calls still wait.
+	f.c.processNextWorkItem(ctx)
+	f.executor.mu.Lock()
+	quietRun := slices.IndexFunc(f.executor.submitted, func(job string) bool { return strings.HasPrefix(job, "nightly-") })
+	blocked := f.executor.blocked
+	f.executor.mu.Unlock()
+	if quietRun < 0 {
+		t.Fatalf("the quiet namespace's run was not handed over by the worker given up")
+	}
+	if blocked != workers-1 {
+		t.Errorf("%d of the slow namespace's calls waiting, want %d", blocked, workers-1)
+	}
+	for _, e := range f.events() {
+		if strings.Contains(e, "Failed") {
+			t.Errorf("event %q: a call given up is no failure", e)
+		}
+	}
+
+	// Once the executor answers, every slow CronJob's run is delivered
+	// once, the one given up included.
+	close(f.executor.unblocked)
+	wg.Wait()
+	for f.c.queue.Len() > 0 {
+		f.c.processNextWorkItem(ctx)
+	}
+	jobs, err := f.kube.BatchV1().Jobs("slow").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(jobs.Items); got != workers+1 {
+		t.Errorf("%d Jobs in namespace slow, want one run of each of its %d CronJobs", got, workers+1)
+	}
+	for i := range workers + 1 {
+		if active := f.cronJobIn("slow", fmt.Sprintf("hourly-%d", i)).Status.Active; len(active) != 1 {
+			t.Errorf("hourly-%d has %d active runs, want 1", i, len(active))
+		}
+	}
+}
+
+// Which call is given up, by who holds the workers and whose turn is next.
+func TestWhichCallIsGivenUp(t *testing.T) {
+	longAgo := 2 * yieldAfterHeld
+	for _, tc := range []struct {
+		name string
+		// holds are the namespaces of the workers' seats, with how long
+		// each seat's call has lasted (0: no call in flight).
+		holds   []held
+		workers int
+		next    string
+		want    string // the namespace of the call given up; "" none
+	}{
+		{"one namespace holds every worker", []held{{"a", longAgo}, {"a", longAgo}, {"a", longAgo}}, 3, "b", "a"},
+		{"a worker is idle", []held{{"a", longAgo}, {"a", longAgo}}, 3, "b", ""},
+		{"nobody waits", []held{{"a", longAgo}, {"a", longAgo}}, 2, "", ""},
+		{"the next turn is the holder's own", []held{{"a", longAgo}, {"a", longAgo}}, 2, "a", ""},
+		{"the calls are young", []held{{"a", yieldAfterHeld / 2}, {"a", yieldAfterHeld / 2}}, 2, "b", ""},
+		{"the holder's syncs call nothing", []held{{"a", 0}, {"a", 0}}, 2, "b", ""},
+		{"a namespace's last worker", []held{{"a", longAgo}, {"b", longAgo}}, 2, "c", ""},
+		{"holds one apart: handing one over would swap them", []held{{"a", longAgo}, {"a", longAgo}, {"a", longAgo}, {"b", longAgo}, {"b", longAgo}}, 5, "b", ""},
+		{"holds two apart", []held{{"a", longAgo}, {"a", longAgo}, {"a", longAgo}, {"b", longAgo}}, 4, "b", "a"},
+		{"the namespace holding the most", []held{{"a", longAgo}, {"a", longAgo}, {"b", longAgo}, {"b", longAgo}, {"b", longAgo}}, 5, "c", "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, given := seatsHolding(t, tc.holds, tc.workers, tc.next)
+			if got := s.giveUpACall(); got != (tc.want != "") {
+				t.Fatalf("giveUpACall() = %v, want %v", got, tc.want != "")
+			}
+			if got := given(); got != tc.want {
+				t.Errorf("gave up a call of %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The oldest call of the namespace is the one given up, and no other until
+// its worker is free; then the next one may be.
+func TestCallsAreGivenUpOneAtATimeOldestFirst(t *testing.T) {
+	s, _ := seatsHolding(t, nil, 3, "b")
+	clk := s.clock.(*testingclock.FakeClock)
+	var calls []context.Context
+	var st []*seat
+	for range 3 {
+		ctx, seat := s.take(context.Background(), "a/x")
+		call, done := s.callExecutor(ctx)
+		t.Cleanup(done)
+		calls, st = append(calls, call), append(st, seat)
+		clk.Step(yieldAfterHeld)
+	}
+	if !s.giveUpACall() || !errors.Is(callError(calls[0], context.Canceled), errYielded) {
+		t.Fatalf("the oldest call was not given up")
+	}
+	if s.giveUpACall() {
+		t.Fatalf("a second call was given up before the first one's worker was free")
+	}
+	s.release(st[0])
+	_, _ = s.take(context.Background(), "b/y") // the worker went to b: a holds 2, b 1
+	if s.giveUpACall() {
+		t.Errorf("a call was given up with holds one apart")
+	}
+	if calls[1].Err() != nil || calls[2].Err() != nil {
+		t.Errorf("calls not given up were cancelled")
+	}
+	if err := callError(calls[1], errors.New("refused")); errors.Is(err, errYielded) {
+		t.Errorf("a call not given up reads as given up: %v", err)
+	}
+}
+
+// A call made outside a worker's sync (Trigger, Backfill) is never given up.
+func TestACallOutsideAWorkerIsNeverGivenUp(t *testing.T) {
+	s, _ := seatsHolding(t, []held{{"a", 0}, {"a", 0}}, 2, "b")
+	call, done := s.callExecutor(context.Background())
+	defer done()
+	s.clock.(*testingclock.FakeClock).Step(time.Minute)
+	if s.giveUpACall() || call.Err() != nil {
+		t.Errorf("a call without a worker's seat was given up")
+	}
+	if deadline, ok := call.Deadline(); !ok || time.Until(deadline) > executorCallTimeout {
+		t.Errorf("the call is not bounded by %v", executorCallTimeout)
+	}
+}
+
+type held struct {
+	namespace string
+	lasted    time.Duration
+}
+
+// seatsHolding returns seats of workers, held as holds says, with next's
+// key queued, and a function naming the namespace of the call given up.
+func seatsHolding(t *testing.T, holds []held, workers int, next string) (*seats, func() string) {
+	t.Helper()
+	clk := testingclock.NewFakeClock(testCreated)
+	order := fairorder.NewOrder(nil)
+	if next != "" {
+		order.Push(next + "/waiting")
+	}
+	s := newSeats(clk, order)
+	s.setWorkers(workers)
+	calls := map[string][]context.Context{}
+	for _, h := range holds {
+		ctx, _ := s.take(context.Background(), h.namespace+"/x")
+		if h.lasted == 0 {
+			continue
+		}
+		clk.Step(-h.lasted)
+		call, done := s.callExecutor(ctx)
+		t.Cleanup(done)
+		clk.Step(h.lasted)
+		calls[h.namespace] = append(calls[h.namespace], call)
+	}
+	return s, func() string {
+		for ns, cs := range calls {
+			for _, call := range cs {
+				if errors.Is(context.Cause(call), errYielded) {
+					return ns
+				}
+			}
+		}
+		return ""
+	}
+}
+
+// waitBlocked waits until n submissions wait on the slow executor.
+func (f *fixture) waitBlocked(n int) {
+	f.t.Helper()
+	for range 1000 {
+		f.executor.mu.Lock()
+		blocked := f.executor.blocked
+		f.executor.mu.Unlock()
+		if blocked == n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.t.Fatalf("%d submissions never waited on the executor", n)
+}
