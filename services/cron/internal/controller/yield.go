@@ -137,10 +137,12 @@ func callError(call context.Context, err error) error {
 
 // giveUpACall gives up at most one call, when every worker is busy and the
 // namespace whose turn is next holds at least two workers fewer than the
-// call's: of such calls, lasting yieldAfterHeld or more, the oldest of the
-// namespace holding the most workers. The worker goes to the next namespace,
-// and holds come closer without ever crossing, so no two namespaces take
-// the same worker back and forth. It says whether it gave a call up.
+// call's: of such calls, lasting yieldAfterHeld or more, the youngest of the
+// namespace holding the most workers (the one whose work done is least
+// lost: the executor made it in vain). The worker goes to the next
+// namespace, and holds come closer without ever crossing, so no two
+// namespaces take the same worker back and forth. It says whether it gave a
+// call up.
 func (s *seats) giveUpACall() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,7 +161,7 @@ func (s *seats) giveUpACall() bool {
 			continue
 		}
 		if chosen == nil || holds > s.byNamespace[chosen.namespace] ||
-			holds == s.byNamespace[chosen.namespace] && st.call.started.Before(chosen.call.started) {
+			holds == s.byNamespace[chosen.namespace] && st.call.started.After(chosen.call.started) {
 			chosen = st
 		}
 	}

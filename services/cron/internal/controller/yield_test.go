@@ -138,9 +138,9 @@ func TestWhichCallIsGivenUp(t *testing.T) {
 	}
 }
 
-// The oldest call of the namespace is the one given up, and no other until
-// its worker is free; then the next one may be.
-func TestCallsAreGivenUpOneAtATimeOldestFirst(t *testing.T) {
+// The youngest call of the namespace old enough is the one given up, and no
+// other until its worker is free; then the next one may be.
+func TestCallsAreGivenUpOneAtATimeYoungestFirst(t *testing.T) {
 	s, _ := seatsHolding(t, nil, 3, "b")
 	clk := s.clock.(*testingclock.FakeClock)
 	var calls []context.Context
@@ -152,18 +152,18 @@ func TestCallsAreGivenUpOneAtATimeOldestFirst(t *testing.T) {
 		calls, st = append(calls, call), append(st, seat)
 		clk.Step(yieldAfterHeld)
 	}
-	if !s.giveUpACall() || !errors.Is(callError(calls[0], context.Canceled), errYielded) {
-		t.Fatalf("the oldest call was not given up")
+	if !s.giveUpACall() || !errors.Is(callError(calls[2], context.Canceled), errYielded) {
+		t.Fatalf("the youngest call was not given up")
 	}
 	if s.giveUpACall() {
 		t.Fatalf("a second call was given up before the first one's worker was free")
 	}
-	s.release(st[0])
+	s.release(st[2])
 	_, _ = s.take(context.Background(), "b/y") // the worker went to b: a holds 2, b 1
 	if s.giveUpACall() {
 		t.Errorf("a call was given up with holds one apart")
 	}
-	if calls[1].Err() != nil || calls[2].Err() != nil {
+	if calls[0].Err() != nil || calls[1].Err() != nil {
 		t.Errorf("calls not given up were cancelled")
 	}
 	if err := callError(calls[1], errors.New("refused")); errors.Is(err, errYielded) {
