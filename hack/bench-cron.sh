@@ -249,7 +249,7 @@ start_services() {
   "${work}/cron" -kubeconfig "${kubeconfig}" -executor-addr "${executor_addr}" -authn-anonymous \
     -grpc-addr "127.0.0.1:${ports[4]}" -metrics-addr "127.0.0.1:${ports[5]}" -allow-unauthenticated-metrics \
     -kube-api-qps "${cpair%/*}" -kube-api-burst "${cpair#*/}" -workers "${cron_workers}" -leader-elect=false \
-    -log-level warn >"${run_dir}/cron-${label}.log" 2>&1 &
+    -log-level "${CRON_LOG_LEVEL:-warn}" >"${run_dir}/cron-${label}.log" 2>&1 &
   pids+=($!)
   wait_ready "http://127.0.0.1:${ports[5]}/readyz" "${run_dir}/cron-${label}.log" cron
   log "planner, executor (${executor_workers} workers, ${epair}) and cron (${cron_workers} workers, ${cpair}) ready"

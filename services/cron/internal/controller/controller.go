@@ -210,7 +210,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	c.log.Info("starting workers", "workers", workers)
 	c.seats.setWorkers(workers)
 	var wg sync.WaitGroup
-	wg.Go(func() { c.seats.run(ctx, c.cfg.Clock, c.metrics.syncsYielded.Inc) })
+	wg.Go(func() { c.seats.run(ctx, c.cfg.Clock, c.yielded) })
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}
@@ -234,7 +234,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	defer c.queue.Done(key)
 	ctx, st := c.seats.take(ctx, key)
 	defer c.seats.release(st)
+	start := c.cfg.Clock.Now()
 	requeueAfter, err := c.sync(ctx, key)
+	c.log.Debug("synced", "cronjob", key, "took", c.cfg.Clock.Since(start), "err", err)
 	switch {
 	case errors.Is(err, errYielded):
 		// Not a failure: queued again at once, behind the namespace its
@@ -251,6 +253,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 	}
 	return true
+}
+
+// yielded counts and logs a call to the executor given up.
+func (c *Controller) yielded(given *givenUp) {
+	c.metrics.syncsYielded.Inc()
+	c.log.Debug("a call to the executor given up for another namespace", "namespace", given.namespace, "lasted", given.lasted, "to", given.to)
 }
 
 // sync is one sync of the CronJob of key: decide, perform, write the status.

@@ -141,17 +141,17 @@ func callError(call context.Context, err error) error {
 // namespace holding the most workers (the one whose work done is least
 // lost: the executor made it in vain). The worker goes to the next
 // namespace, and holds come closer without ever crossing, so no two
-// namespaces take the same worker back and forth. It says whether it gave a
-// call up.
-func (s *seats) giveUpACall() bool {
+// namespaces take the same worker back and forth. It says which call it
+// gave up, if any.
+func (s *seats) giveUpACall() *givenUp {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.givingUp || len(s.held) < s.workers {
-		return false
+		return nil
 	}
 	next := s.order.Next()
 	if next == "" {
-		return false
+		return nil
 	}
 	now := s.clock.Now()
 	var chosen *seat
@@ -166,16 +166,23 @@ func (s *seats) giveUpACall() bool {
 		}
 	}
 	if chosen == nil {
-		return false
+		return nil
 	}
 	chosen.call.cancel(errYielded)
 	chosen.givenUp = true
 	s.givingUp = true
-	return true
+	return &givenUp{namespace: chosen.namespace, lasted: now.Sub(chosen.call.started), to: next}
+}
+
+// givenUp is a call given up: its namespace's, after lasting lasted, for
+// namespace to.
+type givenUp struct {
+	namespace, to string
+	lasted        time.Duration
 }
 
 // run looks at the calls in flight every yieldCheckEvery until ctx ends.
-func (s *seats) run(ctx context.Context, clk clock.WithTicker, yielded func()) {
+func (s *seats) run(ctx context.Context, clk clock.WithTicker, yielded func(*givenUp)) {
 	ticker := clk.NewTicker(yieldCheckEvery)
 	defer ticker.Stop()
 	for {
@@ -183,8 +190,8 @@ func (s *seats) run(ctx context.Context, clk clock.WithTicker, yielded func()) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
-			if s.giveUpACall() {
-				yielded()
+			if given := s.giveUpACall(); given != nil {
+				yielded(given)
 			}
 		}
 	}

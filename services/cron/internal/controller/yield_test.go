@@ -48,14 +48,14 @@ func TestASlowNamespaceGivesAWorkerUpToAnother(t *testing.T) {
 	f.putCronJob(quiet)
 	f.c.queue.Add(cronJobKey(cronapi.APIVersion, quiet.Namespace, quiet.Name))
 
-	if f.c.seats.giveUpACall() {
+	if f.c.seats.giveUpACall() != nil {
 		t.Fatalf("a call was given up before it had lasted %v", yieldAfterHeld)
 	}
 	f.clock.Step(yieldAfterHeld)
-	if !f.c.seats.giveUpACall() {
+	if f.c.seats.giveUpACall() == nil {
 		t.Fatalf("no call was given up: every worker busy with namespace slow, namespace quiet waiting")
 	}
-	if f.c.seats.giveUpACall() {
+	if f.c.seats.giveUpACall() != nil {
 		t.Errorf("a second call was given up before the first one's worker was free")
 	}
 	<-yielded
@@ -128,7 +128,7 @@ func TestWhichCallIsGivenUp(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, given := seatsHolding(t, tc.holds, tc.workers, tc.next)
-			if got := s.giveUpACall(); got != (tc.want != "") {
+			if got := s.giveUpACall() != nil; got != (tc.want != "") {
 				t.Fatalf("giveUpACall() = %v, want %v", got, tc.want != "")
 			}
 			if got := given(); got != tc.want {
@@ -152,15 +152,15 @@ func TestCallsAreGivenUpOneAtATimeYoungestFirst(t *testing.T) {
 		calls, st = append(calls, call), append(st, seat)
 		clk.Step(yieldAfterHeld)
 	}
-	if !s.giveUpACall() || !errors.Is(callError(calls[2], context.Canceled), errYielded) {
+	if s.giveUpACall() == nil || !errors.Is(callError(calls[2], context.Canceled), errYielded) {
 		t.Fatalf("the youngest call was not given up")
 	}
-	if s.giveUpACall() {
+	if s.giveUpACall() != nil {
 		t.Fatalf("a second call was given up before the first one's worker was free")
 	}
 	s.release(st[2])
 	_, _ = s.take(context.Background(), "b/y") // the worker went to b: a holds 2, b 1
-	if s.giveUpACall() {
+	if s.giveUpACall() != nil {
 		t.Errorf("a call was given up with holds one apart")
 	}
 	if calls[0].Err() != nil || calls[1].Err() != nil {
@@ -177,7 +177,7 @@ func TestACallOutsideAWorkerIsNeverGivenUp(t *testing.T) {
 	call, done := s.callExecutor(context.Background())
 	defer done()
 	s.clock.(*testingclock.FakeClock).Step(time.Minute)
-	if s.giveUpACall() || call.Err() != nil {
+	if s.giveUpACall() != nil || call.Err() != nil {
 		t.Errorf("a call without a worker's seat was given up")
 	}
 	if deadline, ok := call.Deadline(); !ok || time.Until(deadline) > executorCallTimeout {
