@@ -63,6 +63,7 @@
 #   VARIANTS="builtin jobplane"
 #   MINUTES=3 GRACE=90s CRON_WORKERS=5 EXECUTOR_WORKERS=5
 #   SLOW_CREATES=0            how long a webhook holds each Job creation in the crowded namespaces
+#   CRON_LOG_LEVEL=warn       the cron service's -log-level (debug logs each sync and each call given up)
 # Results (JSON lines), the services' logs and their /metrics at the end of
 # each run are kept under ${JOBPLANE_CACHE}/bench-cron/runs/.
 set -euo pipefail

@@ -210,7 +210,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	c.log.Info("starting workers", "workers", workers)
 	c.seats.setWorkers(workers)
 	var wg sync.WaitGroup
-	wg.Go(func() { c.seats.run(ctx, c.cfg.Clock, c.yielded) })
+	wg.Go(func() { c.seats.run(ctx, c.logGivenUp) })
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}
@@ -241,6 +241,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	case errors.Is(err, errYielded):
 		// Not a failure: queued again at once, behind the namespace its
 		// worker went to.
+		c.metrics.syncsYielded.Inc()
 		c.queue.Forget(key)
 		c.queue.Add(key)
 	case err != nil:
@@ -255,9 +256,8 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	return true
 }
 
-// yielded counts and logs a call to the executor given up.
-func (c *Controller) yielded(given *givenUp) {
-	c.metrics.syncsYielded.Inc()
+// logGivenUp logs a call to the executor given up.
+func (c *Controller) logGivenUp(given *givenUp) {
 	c.log.Debug("a call to the executor given up for another namespace", "namespace", given.namespace, "lasted", given.lasted, "to", given.to)
 }
 

@@ -246,6 +246,9 @@ func (e *fakeExecutor) bounded(ctx context.Context) {
 }
 
 func (e *fakeExecutor) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJobRequest, _ ...grpc.CallOption) (*jobplanev1.SubmitJobResponse, error) {
+	if err := ctx.Err(); err != nil { // as gRPC, a call already ended is not sent
+		return nil, status.FromContextError(err).Err()
+	}
 	e.mu.Lock()
 	err := e.submitErr
 	e.bounded(ctx)
@@ -277,6 +280,9 @@ func (e *fakeExecutor) SubmitJob(ctx context.Context, req *jobplanev1.SubmitJobR
 }
 
 func (e *fakeExecutor) DeleteJob(ctx context.Context, req *jobplanev1.DeleteJobRequest, _ ...grpc.CallOption) (*jobplanev1.DeleteJobResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
 	e.mu.Lock()
 	err := e.deleteErr
 	e.bounded(ctx)

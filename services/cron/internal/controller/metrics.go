@@ -70,7 +70,7 @@ func newMetrics() *Metrics {
 			Name: "jobplane_cron_events_dropped_total", Help: "Events not written because their namespace had 2,000 queued, or all namespaces together 20,000 (lib/fairevents).",
 		}),
 		syncsYielded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "jobplane_cronjob_syncs_yielded_total", Help: "Syncs whose call to the executor was given up for another namespace's CronJob, every worker being busy (queued again at once).",
+			Name: "jobplane_cronjob_syncs_yielded_total", Help: "Syncs that gave their worker up to another namespace's CronJob, their call to the executor given up while every worker was busy (queued again at once).",
 		}),
 	}
 }

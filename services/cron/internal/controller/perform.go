@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +60,8 @@ func (c *Controller) perform(ctx context.Context, in decide.Input, p decide.Plan
 			err := c.deleteRun(ctx, cronJob, a.Delete)
 			if errors.Is(err, errYielded) {
 				keepActive(&st, cronJob, a.Delete.UID)
-				out.err, stopCreating, yielded = err, true, true
+				stopCreating, yielded = true, true
+				out.err = cmp.Or(out.err, err)
 				continue
 			}
 			if err != nil {
@@ -81,7 +83,8 @@ func (c *Controller) perform(ctx context.Context, in decide.Input, p decide.Plan
 			job, created, err := c.createRun(ctx, cronJob, a.Create)
 			switch {
 			case errors.Is(err, errYielded):
-				out.err, stopCreating, yielded = err, true, true
+				stopCreating, yielded = true, true
+				out.err = cmp.Or(out.err, err)
 			case errors.Is(err, errForeignJob):
 				out.stop, stopCreating = true, true
 			case err != nil:

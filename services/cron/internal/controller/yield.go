@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/utils/clock"
 
 	"github.com/jobplane/jobplane/lib/fairorder"
@@ -23,11 +25,18 @@ import (
 // namespace keeps going however slow the executor is for all. One call is
 // given up at a time, until its worker is free again.
 //
-// A call given up is what a call past executorCallTimeout already was: the
-// sync stops handing runs over, writes what it did, and its key is queued
-// again at once, behind the waiting namespace. A Job the executor created
-// meanwhile is found as the run's at the next sync (createRun), so the run
-// is still delivered once.
+// What the executor did for a call given up is lost, and the slow namespace
+// pays it, not the caller next in turn: so that other namespaces' syncs,
+// however many, cannot take more than a bounded share of its workers' time,
+// a namespace whose call had lasted d is spared for sparedPerLost × d
+// afterwards (at most a fifth of one worker's time lost).
+//
+// The sync given up (it yields its worker) stops handing runs over, writes
+// what it did, and its key is queued again at once, behind the waiting
+// namespace, without a Failed event or a backoff. A Job the executor created
+// for it meanwhile is found as the run's at the next sync (createRun), so
+// the run is still made once; that sync then records UnexpectedJob, as the
+// reference does when a creation's answer was lost.
 
 // yieldAfterHeld is how long a call to the executor lasts before it may be
 // given up: a call the executor answers at once never is.
@@ -35,6 +44,10 @@ const yieldAfterHeld = time.Second
 
 // yieldCheckEvery is how often the calls in flight are looked at.
 const yieldCheckEvery = 100 * time.Millisecond
+
+// sparedPerLost is how long a namespace's calls are spared, per second its
+// call given up had lasted.
+const sparedPerLost = 4
 
 // errYielded: the sync's call to the executor was given up for another
 // namespace's CronJob.
@@ -45,9 +58,11 @@ var errYielded = errors.New("gave the worker up to another namespace's CronJob; 
 type seat struct {
 	namespace string
 	call      *executorCall
-	givenUp   bool
+	// givenUp: the seat's call was given up; its later calls fail at once.
+	givenUp bool
 }
 
+// executorCall is a call in flight: when it started, and how to give it up.
 type executorCall struct {
 	started time.Time
 	cancel  context.CancelCauseFunc
@@ -55,7 +70,7 @@ type executorCall struct {
 
 // seats are the workers' holds, and decide which call is given up.
 type seats struct {
-	clock   clock.PassiveClock
+	clock   clock.WithTicker
 	order   *fairorder.Order
 	workers int
 
@@ -65,10 +80,13 @@ type seats struct {
 	byNamespace map[string]int
 	// givingUp: a call was given up and its worker is not free yet.
 	givingUp bool
+	// spared are the namespaces none of whose calls is given up before
+	// the time given.
+	spared map[string]time.Time
 }
 
-func newSeats(clk clock.PassiveClock, order *fairorder.Order) *seats {
-	return &seats{clock: clk, order: order, held: map[*seat]struct{}{}, byNamespace: map[string]int{}}
+func newSeats(clk clock.WithTicker, order *fairorder.Order) *seats {
+	return &seats{clock: clk, order: order, held: map[*seat]struct{}{}, byNamespace: map[string]int{}, spared: map[string]time.Time{}}
 }
 
 // setWorkers says how many workers there are.
@@ -115,6 +133,9 @@ func (s *seats) callExecutor(ctx context.Context) (call context.Context, done fu
 		return call, func() { cancelTimeout(); cancel(nil) }
 	}
 	s.mu.Lock()
+	if st.givenUp {
+		cancel(errYielded)
+	}
 	st.call = &executorCall{started: s.clock.Now(), cancel: cancel}
 	s.mu.Unlock()
 	return call, func() {
@@ -127,9 +148,9 @@ func (s *seats) callExecutor(ctx context.Context) (call context.Context, done fu
 }
 
 // callError is the error of a call made with call: errYielded when it was
-// given up.
+// cancelled because it was given up, else its own.
 func callError(call context.Context, err error) error {
-	if err != nil && errors.Is(context.Cause(call), errYielded) {
+	if status.Code(err) == codes.Canceled && errors.Is(context.Cause(call), errYielded) {
 		return errYielded
 	}
 	return err
@@ -137,12 +158,11 @@ func callError(call context.Context, err error) error {
 
 // giveUpACall gives up at most one call, when every worker is busy and the
 // namespace whose turn is next holds at least two workers fewer than the
-// call's: of such calls, lasting yieldAfterHeld or more, the youngest of the
-// namespace holding the most workers (the one whose work done is least
-// lost: the executor made it in vain). The worker goes to the next
-// namespace, and holds come closer without ever crossing, so no two
-// namespaces take the same worker back and forth. It says which call it
-// gave up, if any.
+// call's: of such calls, lasting yieldAfterHeld or more and not spared, the
+// youngest (the least work lost) of the namespace holding the most workers.
+// The worker goes to the next namespace, and holds come closer without ever
+// crossing, so no two namespaces take the same worker back and forth. It
+// says which call it gave up, if any.
 func (s *seats) giveUpACall() *givenUp {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,10 +174,11 @@ func (s *seats) giveUpACall() *givenUp {
 		return nil
 	}
 	now := s.clock.Now()
+	s.forgetSpared(now)
 	var chosen *seat
 	for st := range s.held {
 		holds := s.byNamespace[st.namespace]
-		if st.call == nil || now.Sub(st.call.started) < yieldAfterHeld || holds < s.byNamespace[next]+2 {
+		if st.call == nil || now.Sub(st.call.started) < yieldAfterHeld || holds < s.byNamespace[next]+2 || now.Before(s.spared[st.namespace]) {
 			continue
 		}
 		if chosen == nil || holds > s.byNamespace[chosen.namespace] ||
@@ -168,22 +189,33 @@ func (s *seats) giveUpACall() *givenUp {
 	if chosen == nil {
 		return nil
 	}
+	lasted := now.Sub(chosen.call.started)
 	chosen.call.cancel(errYielded)
 	chosen.givenUp = true
 	s.givingUp = true
-	return &givenUp{namespace: chosen.namespace, lasted: now.Sub(chosen.call.started), to: next}
+	s.spared[chosen.namespace] = now.Add(sparedPerLost * lasted)
+	return &givenUp{namespace: chosen.namespace, lasted: lasted, to: next}
 }
 
-// givenUp is a call given up: its namespace's, after lasting lasted, for
-// namespace to.
+// forgetSpared drops the namespaces spared no longer; s.mu is held.
+func (s *seats) forgetSpared(now time.Time) {
+	for ns, until := range s.spared {
+		if !now.Before(until) {
+			delete(s.spared, ns)
+		}
+	}
+}
+
+// givenUp is a call given up, for the log: its namespace's, after lasting
+// lasted, for namespace to.
 type givenUp struct {
 	namespace, to string
 	lasted        time.Duration
 }
 
 // run looks at the calls in flight every yieldCheckEvery until ctx ends.
-func (s *seats) run(ctx context.Context, clk clock.WithTicker, yielded func(*givenUp)) {
-	ticker := clk.NewTicker(yieldCheckEvery)
+func (s *seats) run(ctx context.Context, gaveUp func(*givenUp)) {
+	ticker := s.clock.NewTicker(yieldCheckEvery)
 	defer ticker.Stop()
 	for {
 		select {
@@ -191,7 +223,7 @@ func (s *seats) run(ctx context.Context, clk clock.WithTicker, yielded func(*giv
 			return
 		case <-ticker.C():
 			if given := s.giveUpACall(); given != nil {
-				yielded(given)
+				gaveUp(given)
 			}
 		}
 	}

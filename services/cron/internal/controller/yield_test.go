@@ -10,11 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/status"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/lib/fairorder"
+	"github.com/jobplane/jobplane/services/cron/internal/decide"
 )
 
 // An executor slow for one namespace's Jobs holds every worker with that
@@ -101,6 +105,18 @@ func TestASlowNamespaceGivesAWorkerUpToAnother(t *testing.T) {
 			t.Errorf("hourly-%d has %d active runs, want 1", i, len(active))
 		}
 	}
+	// The run given up had its Job made (this executor creates before it
+	// answers): the next sync finds it unlisted and says so, as the
+	// reference does when a creation's answer was lost.
+	var warnings []string
+	for _, e := range f.events() {
+		if strings.HasPrefix(e, "Warning") {
+			warnings = append(warnings, e)
+		}
+	}
+	if !slices.Equal(warnings, []string{"Warning UnexpectedJob"}) {
+		t.Errorf("warnings %v, want the one UnexpectedJob of the run given up", warnings)
+	}
 }
 
 // Which call is given up, by who holds the workers and whose turn is next.
@@ -124,7 +140,7 @@ func TestWhichCallIsGivenUp(t *testing.T) {
 		{"a namespace's last worker", []held{{"a", longAgo}, {"b", longAgo}}, 2, "c", ""},
 		{"holds one apart: handing one over would swap them", []held{{"a", longAgo}, {"a", longAgo}, {"a", longAgo}, {"b", longAgo}, {"b", longAgo}}, 5, "b", ""},
 		{"holds two apart", []held{{"a", longAgo}, {"a", longAgo}, {"a", longAgo}, {"b", longAgo}}, 4, "b", "a"},
-		{"the namespace holding the most", []held{{"a", longAgo}, {"a", longAgo}, {"b", longAgo}, {"b", longAgo}, {"b", longAgo}}, 5, "c", "b"},
+		{"the namespace holding the most, not the youngest call", []held{{"a", yieldAfterHeld}, {"a", yieldAfterHeld}, {"b", longAgo}, {"b", longAgo}, {"b", longAgo}}, 5, "c", "b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, given := seatsHolding(t, tc.holds, tc.workers, tc.next)
@@ -139,8 +155,9 @@ func TestWhichCallIsGivenUp(t *testing.T) {
 }
 
 // The youngest call of the namespace old enough is the one given up, and no
-// other until its worker is free; then the next one may be.
-func TestCallsAreGivenUpOneAtATimeYoungestFirst(t *testing.T) {
+// other until its worker is free; then the namespace is spared for four
+// times what its call had lasted, and after that another call may be.
+func TestCallsAreGivenUpOneAtATimeYoungestFirstThenSpared(t *testing.T) {
 	s, _ := seatsHolding(t, nil, 3, "b")
 	clk := s.clock.(*testingclock.FakeClock)
 	var calls []context.Context
@@ -152,22 +169,107 @@ func TestCallsAreGivenUpOneAtATimeYoungestFirst(t *testing.T) {
 		calls, st = append(calls, call), append(st, seat)
 		clk.Step(yieldAfterHeld)
 	}
-	if s.giveUpACall() == nil || !errors.Is(callError(calls[2], context.Canceled), errYielded) {
+	given := s.giveUpACall()
+	if given == nil || !errors.Is(callError(calls[2], status.FromContextError(context.Canceled).Err()), errYielded) {
 		t.Fatalf("the youngest call was not given up")
+	}
+	if given.lasted != yieldAfterHeld {
+		t.Errorf("the call given up had lasted %v, want %v", given.lasted, yieldAfterHeld)
 	}
 	if s.giveUpACall() != nil {
 		t.Fatalf("a second call was given up before the first one's worker was free")
-	}
-	s.release(st[2])
-	_, _ = s.take(context.Background(), "b/y") // the worker went to b: a holds 2, b 1
-	if s.giveUpACall() != nil {
-		t.Errorf("a call was given up with holds one apart")
 	}
 	if calls[0].Err() != nil || calls[1].Err() != nil {
 		t.Errorf("calls not given up were cancelled")
 	}
 	if err := callError(calls[1], errors.New("refused")); errors.Is(err, errYielded) {
 		t.Errorf("a call not given up reads as given up: %v", err)
+	}
+	if err := callError(calls[2], errors.New("already exists")); errors.Is(err, errYielded) {
+		t.Errorf("a call given up that failed on its own reads as given up: %v", err)
+	}
+
+	// Its worker free, a's third CronJob takes it again, with a call as old.
+	s.release(st[2])
+	ctx, _ := s.take(context.Background(), "a/y")
+	call, done := s.callExecutor(ctx)
+	t.Cleanup(done)
+	clk.Step(yieldAfterHeld)
+	if s.giveUpACall() != nil {
+		t.Errorf("a call was given up while its namespace was spared")
+	}
+	clk.Step(sparedPerLost*yieldAfterHeld - yieldAfterHeld)
+	if s.giveUpACall() == nil || !errors.Is(context.Cause(call), errYielded) {
+		t.Errorf("no call was given up once the namespace was spared no longer")
+	}
+}
+
+// A sync whose call was given up makes no other call: a call that
+// succeeded as it was given up leaves the sync's later calls failing at
+// once, so it yields its worker.
+func TestASeatGivenUpMakesNoMoreCalls(t *testing.T) {
+	s, _ := seatsHolding(t, nil, 1, "")
+	ctx, st := s.take(context.Background(), "a/x")
+	st.givenUp = true
+	call, done := s.callExecutor(ctx)
+	defer done()
+	if err := callError(call, status.FromContextError(call.Err()).Err()); !errors.Is(err, errYielded) {
+		t.Errorf("a call of a seat given up: %v, want it given up at once", err)
+	}
+}
+
+// Seats.run looks at the calls on its clock's ticks, and reports what it
+// gave up.
+func TestRunGivesUpOnItsTicks(t *testing.T) {
+	s, given := seatsHolding(t, []held{{"a", 2 * yieldAfterHeld}, {"a", 2 * yieldAfterHeld}}, 2, "b")
+	clk := s.clock.(*testingclock.FakeClock)
+	ctx, cancel := context.WithCancel(context.Background())
+	reported := make(chan *givenUp, 1)
+	stopped := make(chan struct{})
+	go func() {
+		s.run(ctx, func(g *givenUp) { reported <- g })
+		close(stopped)
+	}()
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(yieldCheckEvery)
+	select {
+	case g := <-reported:
+		if g.namespace != "a" || g.to != "b" || given() != "a" {
+			t.Errorf("reported %+v, gave up a call of %q; want one of a's, for b", g, given())
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("nothing given up at the tick")
+	}
+	cancel()
+	<-stopped
+}
+
+// A Replace whose deletion was given up keeps the old Job active and
+// creates nothing, without a Failed event; the sync yields its worker.
+func TestAReplaceGivenUpKeepsTheOldJob(t *testing.T) {
+	cj := everyMinute("cj", func(cj *cronapi.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent })
+	previous := ownedJob(cj, decide.JobName("cj", minute.Add(-time.Minute)))
+	cj.Status.Active = []corev1.ObjectReference{{Kind: "Job", APIVersion: "batch/v1", Namespace: testNamespace, Name: previous.Name, UID: previous.UID}}
+	cj.Status.LastScheduleTime = &metav1.Time{Time: minute.Add(-time.Minute)}
+	f := newFixture(t, cj)
+	f.putJob(previous)
+	f.clock.SetTime(minute.Add(100 * time.Millisecond))
+	ctx, st := f.c.seats.take(context.Background(), testNamespace+"/cj")
+	st.givenUp = true
+	_, err := f.c.sync(ctx, testNamespace+"/cj")
+	if !errors.Is(err, errYielded) {
+		t.Fatalf("sync: %v, want it to yield its worker", err)
+	}
+	got := f.cronJob("cj")
+	if len(f.executor.deleted) != 0 || len(f.executor.submitted) != 0 || len(got.Status.Active) != 1 || got.Status.Active[0].UID != previous.UID {
+		t.Errorf("deleted %v, submitted %v, active %+v; want nothing deleted or created, the old Job still active", f.executor.deleted, f.executor.submitted, got.Status.Active)
+	}
+	for _, e := range f.events() {
+		if strings.HasPrefix(e, corev1.EventTypeWarning) {
+			t.Errorf("event %q: a call given up is no failure", e)
+		}
 	}
 }
 
