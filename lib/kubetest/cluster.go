@@ -146,11 +146,17 @@ func kwokctlConfig(tb testing.TB, root, workdir string, o clusterOptions) string
 	return path
 }
 
+// nodesReadyWithin bounds the wait for kwok's nodes to be Ready. kwok marks
+// them within seconds on an idle machine, but CI's go test runs two
+// packages' clusters at once on 2 cores, and a starved kwok controller once
+// took over a minute.
+const nodesReadyWithin = 3 * time.Minute
+
 // waitNodesReady waits until n nodes are Ready, so that pods created next are
 // scheduled at once.
 func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), nodesReadyWithin)
 	defer cancel()
 	ready := 0
 	for ctx.Err() == nil {
@@ -170,7 +176,7 @@ func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	tb.Fatalf("%d of %d nodes Ready after a minute", ready, n)
+	tb.Fatalf("%d of %d nodes Ready after %v", ready, n, nodesReadyWithin)
 }
 
 // waitDefaultServiceAccount waits for kube-controller-manager to create the
