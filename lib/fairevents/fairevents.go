@@ -82,6 +82,12 @@ type Sink struct {
 	turns  []string
 	turn   int
 	queued int
+	// long are the namespaces with n ≥ 2 writes queued, by n (the first
+	// write may be in flight, so only these can give one up), and longest
+	// the largest such n, or less than 2: when all queues together are
+	// full, the longest is found without a look at every namespace.
+	long    [PerNamespace + 1]map[string]struct{}
+	longest int
 	// pausedUntil: after a write failed in transport, none is sent before.
 	pausedUntil time.Time
 	wake        chan struct{}
@@ -154,6 +160,7 @@ func (s *Sink) add(w write) {
 	}
 	q.writes = append(q.writes, w)
 	s.queued++
+	s.lengthChanged(ns, len(q.writes)-1, len(q.writes))
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -164,21 +171,37 @@ func (s *Sink) add(w write) {
 // is longer than n: when all queues together are full, a namespace with
 // fewer writes queued takes the place of one with the most.
 func (s *Sink) dropNewestOfLongerThan(n int) bool {
-	longest, ns := n, ""
-	for name, q := range s.queues {
-		// The first write of a queue may be in flight: never drop it.
-		if len(q.writes) > longest && len(q.writes) > 1 {
-			longest, ns = len(q.writes), name
-		}
-	}
-	if ns == "" {
+	if s.longest <= n || s.longest < 2 {
 		return false
+	}
+	var ns string
+	for ns = range s.long[s.longest] {
+		break
 	}
 	q := s.queues[ns]
 	q.writes = q.writes[:len(q.writes)-1]
 	s.queued--
+	s.lengthChanged(ns, len(q.writes)+1, len(q.writes))
 	s.dropped.Inc()
 	return true
+}
+
+// lengthChanged moves namespace ns's queue in the index of long queues from
+// length from to length to.
+func (s *Sink) lengthChanged(ns string, from, to int) {
+	if from >= 2 {
+		delete(s.long[from], ns)
+	}
+	if to >= 2 {
+		if s.long[to] == nil {
+			s.long[to] = map[string]struct{}{}
+		}
+		s.long[to][ns] = struct{}{}
+		s.longest = max(s.longest, to)
+	}
+	for s.longest >= 2 && len(s.long[s.longest]) == 0 {
+		s.longest--
+	}
 }
 
 // forgetIfEmpty drops namespace ns's queue once it has no writes.
@@ -279,6 +302,7 @@ func (s *Sink) send(ns string, w write) {
 	q.writes = q.writes[1:]
 	q.tries = 0
 	s.queued--
+	s.lengthChanged(ns, len(q.writes)+1, len(q.writes))
 	s.forgetIfEmpty(ns)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -288,5 +289,44 @@ func TestTheBroadcastersCorrelationIsKept(t *testing.T) {
 	waitFor(t, "4 writes", func() bool { return len(api.writes()) == 4 })
 	if w := api.writes()[3]; w != "create"+written[0][6:] {
 		t.Errorf("write %q after the event was gone, want it created again", w)
+	}
+}
+
+// The index of long queues stays what a look at every queue would say,
+// through writes queued, sent and dropped: the longest queue it names is
+// the longest there is.
+func TestTheLongestQueueIsKnownWithoutALookAtEach(t *testing.T) {
+	s := newSink(newRecordingSink(), clock.RealClock{})
+	r := rand.New(rand.NewPCG(1, 2))
+	full := 0
+	for i := range 3000 {
+		ns := fmt.Sprintf("ns-%d", r.IntN(Total/PerNamespace+2))
+		switch {
+		case r.IntN(3) > 0 || len(s.turns) == 0:
+			for range 1 + r.IntN(3*PerNamespace/4)*r.IntN(2) {
+				_, _ = s.Create(event(ns, fmt.Sprintf("e-%d", i)))
+			}
+		default:
+			next, w, _ := s.nextReady()
+			s.send(next, w)
+		}
+		longest := 0
+		for name, q := range s.queues {
+			if n := len(q.writes); n >= 2 {
+				longest = max(longest, n)
+				if _, ok := s.long[n][name]; !ok {
+					t.Fatalf("step %d: %s has %d writes queued, not indexed so", i, name, n)
+				}
+			}
+		}
+		if got := max(s.longest, 0); (longest >= 2 || got >= 2) && got != longest {
+			t.Fatalf("step %d: longest indexed %d, want %d", i, got, longest)
+		}
+		if s.queued == Total {
+			full++
+		}
+	}
+	if full == 0 {
+		t.Errorf("all queues together were never full: the longest was never asked for")
 	}
 }
