@@ -15,6 +15,7 @@
 package fairevents
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"log/slog"
@@ -67,6 +68,8 @@ type queue struct {
 	writes []write
 	// tries of the first write so far.
 	tries int
+	// place is the namespace's in the turns.
+	place *list.Element
 }
 
 // Sink queues the broadcaster's writes by namespace; Run sends them.
@@ -78,9 +81,10 @@ type Sink struct {
 	mu     sync.Mutex
 	queues map[string]*queue
 	// turns is the namespaces with writes queued, in the order of their
-	// turns; turn is the next one's position.
-	turns  []string
-	turn   int
+	// turns, a ring; turn is the next one's place (nil when none). A list,
+	// so that a namespace leaves it without a look at every other.
+	turns  *list.List
+	turn   *list.Element
 	queued int
 	// long are the namespaces with n ≥ 2 writes queued, by n (the first
 	// write may be in flight, so only these can give one up), and longest
@@ -102,7 +106,7 @@ var _ record.EventSink = (*Sink)(nil)
 // New returns a sink sending, once Run runs, to next; it logs the writes it
 // gives up to log and counts those it drops in dropped.
 func New(next record.EventSink, clk clock.WithTicker, log *slog.Logger, dropped prometheus.Counter) *Sink {
-	return &Sink{next: next, clock: clk, log: log, dropped: dropped, queues: map[string]*queue{}, wake: make(chan struct{}, 1)}
+	return &Sink{next: next, clock: clk, log: log, dropped: dropped, queues: map[string]*queue{}, turns: list.New(), wake: make(chan struct{}, 1)}
 }
 
 // Start records broadcaster's events to next through a Sink, whose writer
@@ -149,9 +153,11 @@ func (s *Sink) add(w write) {
 	defer s.mu.Unlock()
 	q := s.queues[ns]
 	if q == nil {
-		q = &queue{}
+		q = &queue{place: s.turns.PushBack(ns)}
 		s.queues[ns] = q
-		s.turns = append(s.turns, ns)
+		if s.turn == nil {
+			s.turn = q.place
+		}
 	}
 	if len(q.writes) >= PerNamespace || s.queued >= Total && !s.dropNewestOfLongerThan(len(q.writes)) {
 		s.dropped.Inc()
@@ -211,17 +217,12 @@ func (s *Sink) forgetIfEmpty(ns string) {
 		return
 	}
 	delete(s.queues, ns)
-	for i, name := range s.turns {
-		if name == ns {
-			s.turns = append(s.turns[:i], s.turns[i+1:]...)
-			if s.turn > i {
-				s.turn--
-			}
-			break
-		}
+	if s.turn == q.place {
+		s.turn = q.place.Next()
 	}
-	if s.turn >= len(s.turns) {
-		s.turn = 0
+	s.turns.Remove(q.place)
+	if s.turn == nil {
+		s.turn = s.turns.Front()
 	}
 }
 
@@ -265,14 +266,16 @@ func (s *Sink) sleep(ctx context.Context, wait time.Duration) bool {
 func (s *Sink) nextReady() (ns string, w write, wait time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.turns) == 0 {
+	if s.turn == nil {
 		return "", write{}, 0
 	}
 	if pause := s.pausedUntil.Sub(s.clock.Now()); pause > 0 {
 		return "", write{}, pause
 	}
-	ns = s.turns[s.turn]
-	s.turn = (s.turn + 1) % len(s.turns)
+	ns = s.turn.Value.(string)
+	if s.turn = s.turn.Next(); s.turn == nil {
+		s.turn = s.turns.Front()
+	}
 	return ns, s.queues[ns].writes[0], -1
 }
 

@@ -302,7 +302,7 @@ func TestTheLongestQueueIsKnownWithoutALookAtEach(t *testing.T) {
 	for i := range 3000 {
 		ns := fmt.Sprintf("ns-%d", r.IntN(Total/PerNamespace+2))
 		switch {
-		case r.IntN(3) > 0 || len(s.turns) == 0:
+		case r.IntN(3) > 0 || s.turns.Len() == 0:
 			for range 1 + r.IntN(3*PerNamespace/4)*r.IntN(2) {
 				_, _ = s.Create(event(ns, fmt.Sprintf("e-%d", i)))
 			}
@@ -328,5 +328,29 @@ func TestTheLongestQueueIsKnownWithoutALookAtEach(t *testing.T) {
 	}
 	if full == 0 {
 		t.Errorf("all queues together were never full: the longest was never asked for")
+	}
+}
+
+// BenchmarkAWriteWithAllQueuesFull: all queues together full, spread over
+// 10,000 namespaces of 2 writes each, each write of a namespace with none
+// queued takes the place of the longest queue's newest.
+func BenchmarkAWriteWithAllQueuesFull(b *testing.B) {
+	s := newSink(newRecordingSink(), clock.RealClock{})
+	for n := range Total / 2 {
+		for i := range 2 {
+			_, _ = s.Create(event(fmt.Sprintf("busy-%d", n), fmt.Sprintf("e-%d", i)))
+		}
+	}
+	e := event("quiet", "e")
+	b.ResetTimer()
+	for range b.N {
+		s.add(write{verb: create, event: e})
+		// The quiet write leaves again, as sent, so that the next one
+		// finds all queues full once more.
+		q := s.queues["quiet"]
+		q.writes = q.writes[:0]
+		s.queued--
+		s.lengthChanged("quiet", 1, 0)
+		s.forgetIfEmpty("quiet")
 	}
 }
