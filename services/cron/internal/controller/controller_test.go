@@ -185,12 +185,7 @@ func TestStatusConflictFailsTheSync(t *testing.T) {
 // the active list, as the reference.
 func TestReplaceDeletesThroughTheExecutor(t *testing.T) {
 	for _, fail := range []bool{false, true} {
-		cj := everyMinute("cj", func(cj *cronapi.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent })
-		previous := ownedJob(cj, decide.JobName("cj", minute.Add(-time.Minute)))
-		cj.Status.Active = []corev1.ObjectReference{{Kind: "Job", APIVersion: "batch/v1", Namespace: testNamespace, Name: previous.Name, UID: previous.UID}}
-		cj.Status.LastScheduleTime = &metav1.Time{Time: minute.Add(-time.Minute)}
-		f := newFixture(t, cj)
-		f.putJob(previous)
+		f, previous := replacingPreviousRun(t)
 		if fail {
 			f.executor.deleteErr = status.Error(codes.Unavailable, "down")
 		}
@@ -295,6 +290,19 @@ func TestBackfillQueuesUnderForbid(t *testing.T) {
 	if _, err := f.c.Backfill(context.Background(), backfillRequest("cj", minute, minute.Add(time.Hour), "Allow")); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("backfill ending in the future: %v, want INVALID_ARGUMENT", err)
 	}
+}
+
+// replacingPreviousRun is a fixture of CronJob "cj", Replace, whose run of
+// the minute before is still active: its next run replaces previous.
+func replacingPreviousRun(t *testing.T) (f *fixture, previous *batchv1.Job) {
+	t.Helper()
+	cj := everyMinute("cj", func(cj *cronapi.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent })
+	previous = ownedJob(cj, decide.JobName("cj", minute.Add(-time.Minute)))
+	cj.Status.Active = []corev1.ObjectReference{{Kind: "Job", APIVersion: "batch/v1", Namespace: testNamespace, Name: previous.Name, UID: previous.UID}}
+	cj.Status.LastScheduleTime = &metav1.Time{Time: minute.Add(-time.Minute)}
+	f = newFixture(t, cj)
+	f.putJob(previous)
+	return f, previous
 }
 
 func ownedJob(cj *cronapi.CronJob, name string) *batchv1.Job {

@@ -11,14 +11,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc/status"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/jobplane/jobplane/lib/cronapi"
 	"github.com/jobplane/jobplane/lib/fairorder"
-	"github.com/jobplane/jobplane/services/cron/internal/decide"
 )
 
 // An executor slow for one namespace's Jobs holds every worker with that
@@ -249,12 +247,7 @@ func TestRunGivesUpOnItsTicks(t *testing.T) {
 // A Replace whose deletion was given up keeps the old Job active and
 // creates nothing, without a Failed event; the sync yields its worker.
 func TestAReplaceGivenUpKeepsTheOldJob(t *testing.T) {
-	cj := everyMinute("cj", func(cj *cronapi.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent })
-	previous := ownedJob(cj, decide.JobName("cj", minute.Add(-time.Minute)))
-	cj.Status.Active = []corev1.ObjectReference{{Kind: "Job", APIVersion: "batch/v1", Namespace: testNamespace, Name: previous.Name, UID: previous.UID}}
-	cj.Status.LastScheduleTime = &metav1.Time{Time: minute.Add(-time.Minute)}
-	f := newFixture(t, cj)
-	f.putJob(previous)
+	f, previous := replacingPreviousRun(t)
 	f.clock.SetTime(minute.Add(100 * time.Millisecond))
 	ctx, st := f.c.seats.take(context.Background(), testNamespace+"/cj")
 	st.givenUp = true
