@@ -221,7 +221,7 @@ EOF
   kubectl wait --for condition=established --timeout 1m crd/stages.kwok.x-k8s.io >/dev/null
   kubectl apply -f "${root}/hack/kwok/stages" >/dev/null
   kwokctl scale node --replicas "${nodes}"
-  kubectl wait --for condition=Ready node --all --timeout 2m >/dev/null
+  kwok_nodes_ready 120 kubectl || die "the nodes are not Ready after 2 minutes; the cluster's logs: ${KWOK_WORKDIR}/clusters/${name}/logs"
   # kwok's nodes hold 110 pods each: enough for the widest moment of a run?
   local capacity
   capacity=$(kubectl get nodes -o jsonpath='{range .items[*]}{.status.allocatable.pods}{"\n"}{end}' | awk '{s += $1} END {print s}')

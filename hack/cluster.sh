@@ -61,7 +61,8 @@ up() {
   kwokctl get kubeconfig >"${kubeconfig}"
   apply_stages
   kwokctl scale node --replicas "${nodes}" >/dev/null
-  "${bin}/kubectl" --kubeconfig "${kubeconfig}" wait --for condition=Ready nodes --all --timeout 1m >/dev/null
+  kwok_nodes_ready 60 "${bin}/kubectl" --kubeconfig "${kubeconfig}" ||
+    die "the nodes of cluster ${name} are not Ready after a minute; logs in ${KWOK_WORKDIR}/clusters/${name}/logs"
   ready || die "cluster ${name} did not become ready; logs in ${KWOK_WORKDIR}/clusters/${name}/logs"
   log "cluster ${name} is ready with ${nodes} nodes; kubeconfig: ${kubeconfig}"
 }

@@ -6,3 +6,29 @@ export JOBPLANE_CACHE
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+# kwok_nodes_ready SECONDS KUBECTL...: waits up to SECONDS for every node to be
+# Ready, nudging kwok's stages every 10 s while they are not and once after.
+# kwok caches its list of stages under its informer's last resource version,
+# which client-go's reflector moves on before the objects reach the store:
+# when its first list lands while they are read, kwok caches an empty list
+# and never starts its node and pod controllers. Any later change to a Stage
+# refreshes that cache. lib/kubetest's waitNodesReady does the same.
+kwok_nodes_ready() {
+  local deadline=$((SECONDS + $1)) next_nudge=$((SECONDS + 10))
+  shift
+  until "$@" wait --for condition=Ready nodes --all --timeout 5s >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    if ((SECONDS >= next_nudge)); then
+      log "nodes not Ready yet; nudging kwok's stages"
+      nudge_stages "$@"
+      next_nudge=$((SECONDS + 10))
+    fi
+    sleep 1
+  done
+  nudge_stages "$@"
+}
+
+nudge_stages() {
+  "$@" annotate stages.kwok.x-k8s.io --all --overwrite "jobplane.dev/nudged=$(date +%s%N)" >/dev/null
+}

@@ -104,7 +104,14 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 		tb.Fatal(err)
 	}
 	waitReady(tb, client)
-	waitNodesReady(tb, client, nodes)
+	nudge := func() {
+		kubectl := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "annotate", "stages.kwok.x-k8s.io", "--all",
+			"--overwrite", fmt.Sprintf("jobplane.dev/nudged=%d", time.Now().UnixNano()))
+		if out, err := kubectl.CombinedOutput(); err != nil {
+			tb.Logf("nudging kwok's stages: %v\n%s", err, out)
+		}
+	}
+	waitNodesReady(tb, client, nodes, nudge)
 	if runsServiceAccounts(o.controllers) {
 		waitDefaultServiceAccount(tb, client)
 	}
@@ -152,12 +159,25 @@ func kwokctlConfig(tb testing.TB, root, workdir string, o clusterOptions) string
 // took over a minute.
 const nodesReadyWithin = 3 * time.Minute
 
+// nudgeEvery is how long the nodes may stay not Ready before kwok's stages
+// are nudged again.
+const nudgeEvery = 10 * time.Second
+
 // waitNodesReady waits until n nodes are Ready, so that pods created next are
-// scheduled at once.
-func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int) {
+// scheduled at once, nudging kwok's stages while they are not and once after.
+//
+// Why nudge: kwok caches its list of stages under its informer's last
+// resource version, which client-go's reflector moves on before the objects
+// reach the informer's store. When kwok's first list of stages lands while
+// its stages manager reads them, it caches an empty list under the final
+// version and never starts its node and pod controllers: CI saw "0 of 2
+// nodes Ready" for 3 minutes. Any later change to a Stage moves the version
+// on and so refreshes the cache.
+func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int, nudge func()) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), nodesReadyWithin)
 	defer cancel()
+	nextNudge := time.Now().Add(nudgeEvery)
 	ready := 0
 	for ctx.Err() == nil {
 		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -171,8 +191,15 @@ func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int) {
 				}
 			}
 			if ready >= n {
+				// The pods' stages could have been cached short as well.
+				nudge()
 				return
 			}
+		}
+		if time.Now().After(nextNudge) {
+			tb.Logf("%d of %d nodes Ready; nudging kwok's stages", ready, n)
+			nudge()
+			nextNudge = time.Now().Add(nudgeEvery)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
