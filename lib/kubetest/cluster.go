@@ -104,6 +104,14 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 		tb.Fatal(err)
 	}
 	waitReady(tb, client)
+	// Shown first when the test fails: whether kwok ever started its node
+	// and pod controllers (see waitNodesReady).
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			kwokLog := filepath.Join(workdir, "clusters", name, "logs", "kwok-controller.log")
+			tb.Logf("kwok's stage controllers started:\n%s", tail(kwokLog, 4, "stage controller"))
+		}
+	})
 	nudge := func() {
 		kubectl := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "annotate", "stages.kwok.x-k8s.io", "--all",
 			"--overwrite", fmt.Sprintf("jobplane.dev/nudged=%d", time.Now().UnixNano()))
