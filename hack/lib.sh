@@ -17,7 +17,7 @@ die() { log "error: $*"; exit 1; }
 kwok_nodes_ready() {
   local deadline=$((SECONDS + $1)) next_nudge=$((SECONDS + 10))
   shift
-  until "$@" wait --for condition=Ready nodes --all --timeout 5s >/dev/null 2>&1; do
+  until all_nodes_ready "$@"; do
     ((SECONDS < deadline)) || return 1
     if ((SECONDS >= next_nudge)); then
       log "nodes not Ready yet; nudging kwok's stages"
@@ -27,6 +27,14 @@ kwok_nodes_ready() {
     sleep 1
   done
   nudge_stages "$@"
+}
+
+# all_nodes_ready KUBECTL...: whether there are nodes and all are Ready, in
+# one read (kubectl wait reads a node at a time: seconds for 50).
+all_nodes_ready() {
+  local ready
+  ready=$("$@" get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null) || return 1
+  [[ -n ${ready} ]] && ! grep -qvx True <<<"${ready}"
 }
 
 nudge_stages() {
