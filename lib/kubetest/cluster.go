@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,19 +105,21 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 		tb.Fatal(err)
 	}
 	waitReady(tb, client)
-	// Shown first when the test fails: whether kwok ever started its node
-	// and pod controllers (see waitNodesReady).
+	// Shown first when the test fails: which stage controllers kwok started
+	// and stopped (see waitNodesReady).
 	tb.Cleanup(func() {
 		if tb.Failed() {
 			kwokLog := filepath.Join(workdir, "clusters", name, "logs", "kwok-controller.log")
-			tb.Logf("kwok's stage controllers started:\n%s", tail(kwokLog, 4, "stage controller"))
+			tb.Logf("kwok's stage controllers:\n%s", cmp.Or(tail(kwokLog, 4, "stage controller"), "(none started)"))
 		}
 	})
-	nudge := func() {
-		kubectl := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "annotate", "stages.kwok.x-k8s.io", "--all",
+	nudge := func(resources string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		annotate := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "annotate", resources, "--all",
 			"--overwrite", fmt.Sprintf("jobplane.dev/nudged=%d", time.Now().UnixNano()))
-		if out, err := kubectl.CombinedOutput(); err != nil {
-			tb.Logf("nudging kwok's stages: %v\n%s", err, out)
+		if out, err := annotate.CombinedOutput(); err != nil {
+			tb.Logf("nudging %s: %v\n%s", resources, err, out)
 		}
 	}
 	waitNodesReady(tb, client, nodes, nudge)
@@ -172,16 +175,20 @@ const nodesReadyWithin = 3 * time.Minute
 const nudgeEvery = 10 * time.Second
 
 // waitNodesReady waits until n nodes are Ready, so that pods created next are
-// scheduled at once, nudging kwok's stages while they are not and once after.
+// scheduled at once. While they are not, it nudges kwok's stages and the
+// nodes (nudge annotates every object of the resources named), and once
+// they are, the stages again.
 //
 // Why nudge: kwok caches its list of stages under its informer's last
 // resource version, which client-go's reflector moves on before the objects
-// reach the informer's store. When kwok's first list of stages lands while
-// its stages manager reads them, it caches an empty list under the final
-// version and never starts its node and pod controllers: CI saw "0 of 2
-// nodes Ready" for 3 minutes. Any later change to a Stage moves the version
-// on and so refreshes the cache.
-func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int, nudge func()) {
+// reach the informer's store. When kwok reads its stages in between (its
+// first list landing while they are created), it caches the list short,
+// even empty, under the final version: without node stages it never starts
+// its node controller, without node-initialize it leaves the nodes as they
+// are. CI saw "0 of 2 nodes Ready" for 3 minutes. A change to a Stage moves
+// the version on and refreshes the cache; a change to a node has kwok look
+// at it again with the stages it now has.
+func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int, nudge func(resources string)) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), nodesReadyWithin)
 	defer cancel()
@@ -200,13 +207,14 @@ func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int, nudge fun
 			}
 			if ready >= n {
 				// The pods' stages could have been cached short as well.
-				nudge()
+				nudge("stages.kwok.x-k8s.io")
 				return
 			}
 		}
 		if time.Now().After(nextNudge) {
-			tb.Logf("%d of %d nodes Ready; nudging kwok's stages", ready, n)
-			nudge()
+			tb.Logf("%d of %d nodes Ready when last listed; nudging kwok's stages and the nodes", ready, n)
+			nudge("stages.kwok.x-k8s.io")
+			nudge("nodes")
 			nextNudge = time.Now().Add(nudgeEvery)
 		}
 		time.Sleep(100 * time.Millisecond)
