@@ -113,7 +113,11 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 			tb.Logf("kwok's stage controllers:\n%s", cmp.Or(tail(kwokLog, 4, "stage controller"), "(none started)"))
 		}
 	})
-	nudge := func(resources string) {
+	remedies := nodeRemedies{restart: func() {
+		kwokctl("stop", "cluster")
+		kwokctl("start", "cluster", "--wait", "2m")
+	}}
+	remedies.nudge = func(resources string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		annotate := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "annotate", resources, "--all",
@@ -122,7 +126,7 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 			tb.Logf("nudging %s: %v\n%s", resources, err, out)
 		}
 	}
-	waitNodesReady(tb, client, nodes, nudge)
+	waitNodesReady(tb, client, nodes, remedies)
 	if runsServiceAccounts(o.controllers) {
 		waitDefaultServiceAccount(tb, client)
 	}
@@ -171,13 +175,24 @@ func kwokctlConfig(tb testing.TB, root, workdir string, o clusterOptions) string
 const nodesReadyWithin = 3 * time.Minute
 
 // nudgeEvery is how long the nodes may stay not Ready before kwok's stages
-// are nudged again.
-const nudgeEvery = 10 * time.Second
+// are nudged again; restartAfter, before the cluster is restarted.
+const (
+	nudgeEvery   = 10 * time.Second
+	restartAfter = time.Minute
+)
+
+// nodeRemedies are what waitNodesReady tries while nodes are not Ready.
+type nodeRemedies struct {
+	// nudge annotates every object of the resources named.
+	nudge func(resources string)
+	// restart stops and starts the cluster's processes, kwok's among them.
+	restart func()
+}
 
 // waitNodesReady waits until n nodes are Ready, so that pods created next are
 // scheduled at once. While they are not, it nudges kwok's stages and the
-// nodes (nudge annotates every object of the resources named), and once
-// they are, the stages again.
+// nodes, and after restartAfter restarts the cluster once; when they are,
+// it nudges the stages again.
 //
 // Why nudge: kwok caches its list of stages under its informer's last
 // resource version, which client-go's reflector moves on before the objects
@@ -187,12 +202,14 @@ const nudgeEvery = 10 * time.Second
 // its node controller, without node-initialize it leaves the nodes as they
 // are. CI saw "0 of 2 nodes Ready" for 3 minutes. A change to a Stage moves
 // the version on and refreshes the cache; a change to a node has kwok look
-// at it again with the stages it now has.
-func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int, nudge func(resources string)) {
+// at it again with the stages it now has. The restart is for whatever else
+// stops kwok (kwokctl does not restart a kwok that exited).
+func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int, remedies nodeRemedies) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), nodesReadyWithin)
 	defer cancel()
-	nextNudge := time.Now().Add(nudgeEvery)
+	started := time.Now()
+	nextNudge, restarted := started.Add(nudgeEvery), false
 	ready := 0
 	for ctx.Err() == nil {
 		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -207,14 +224,19 @@ func waitNodesReady(tb testing.TB, client kubernetes.Interface, n int, nudge fun
 			}
 			if ready >= n {
 				// The pods' stages could have been cached short as well.
-				nudge("stages.kwok.x-k8s.io")
+				remedies.nudge("stages.kwok.x-k8s.io")
 				return
 			}
 		}
-		if time.Now().After(nextNudge) {
+		switch {
+		case !restarted && time.Since(started) > restartAfter:
+			tb.Logf("%d of %d nodes Ready when last listed, after %v; restarting the cluster", ready, n, restartAfter)
+			remedies.restart()
+			restarted, nextNudge = true, time.Now().Add(nudgeEvery)
+		case time.Now().After(nextNudge):
 			tb.Logf("%d of %d nodes Ready when last listed; nudging kwok's stages and the nodes", ready, n)
-			nudge("stages.kwok.x-k8s.io")
-			nudge("nodes")
+			remedies.nudge("stages.kwok.x-k8s.io")
+			remedies.nudge("nodes")
 			nextNudge = time.Now().Add(nudgeEvery)
 		}
 		time.Sleep(100 * time.Millisecond)
