@@ -169,9 +169,8 @@ func kwokctlConfig(tb testing.TB, root, workdir string, o clusterOptions) string
 }
 
 // nodesReadyWithin bounds the wait for kwok's nodes to be Ready. kwok marks
-// them within seconds on an idle machine, but CI's go test runs two
-// packages' clusters at once on 2 cores, and a starved kwok controller once
-// took over a minute.
+// them within seconds; the rest is room for waitNodesReady's remedies (a
+// minute of nudges, then a restart of the cluster).
 const nodesReadyWithin = 3 * time.Minute
 
 // nudgeEvery is how long the nodes may stay not Ready before kwok's stages
