@@ -291,7 +291,7 @@ const (
 
 // TestStandbyTakesOverWithinTheLeaseDuration runs two executors with leader
 // election, kills the leader with SIGKILL and requires the standby to hold
-// the Lease within the lease duration (plus a retry period) and then run a
+// the Lease within the lease duration (plus two jittered retries) and then run a
 // Job to completion.
 func TestStandbyTakesOverWithinTheLeaseDuration(t *testing.T) {
 	if builtinOnly() {
@@ -346,10 +346,14 @@ func TestStandbyTakesOverWithinTheLeaseDuration(t *testing.T) {
 		t.Fatal("the standby never took the Lease")
 	}
 	t.Logf("the standby took the Lease %s after the leader was killed", took.Round(10*time.Millisecond))
-	// The standby notices the expired Lease at its next try, which
-	// client-go jitters up to 2.2 retry periods apart.
-	if limit := leaseDuration + 3*retryPeriod; took > limit {
-		t.Errorf("failover took %s, more than the lease duration and a jittered retry (%s)", took, limit)
+	// client-go's standby times the Lease from the try at which it saw the
+	// last renewal, and takes it at the first try after the lease duration
+	// from then: two tries late at most, each up to 2.2 retry periods
+	// (client-go's jitter) after the one before. A second's margin for the
+	// API server and this poll. (CI once measured 5.504 s against the bound
+	// of a single late try, 5.5 s.)
+	if limit := leaseDuration + 2*retryPeriod*22/10 + time.Second; took > limit {
+		t.Errorf("failover took %s, more than the lease duration and two jittered retries (%s)", took, limit)
 	}
 	h := &half{client: e.Cluster.Client, namespace: ns, name: "after-failover", managed: true, finalizer: jobplaneFinalizer}
 	h.run(ctx, parityCase{spec: batchv1.JobSpec{Completions: ptr.To[int32](2), Parallelism: ptr.To[int32](2), Template: podTemplate(fateAfter, "1s")}})
