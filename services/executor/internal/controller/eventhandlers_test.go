@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -373,6 +375,15 @@ func TestFinalizerRemovalsObservedThroughTheInformer(t *testing.T) {
 		t.Errorf("removals in flight = %v, want %v", got, uids)
 	}
 
+	// The fake clientset's watch starts after the informer's list and
+	// replays nothing: the updates below must wait for it, or be missed.
+	podsWatched := make(chan struct{})
+	var watchedOnce sync.Once
+	f.client.PrependWatchReactor("pods", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := f.client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		watchedOnce.Do(func() { close(podsWatched) })
+		return true, w, err
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()
@@ -380,6 +391,7 @@ func TestFinalizerRemovalsObservedThroughTheInformer(t *testing.T) {
 	})
 	f.factory.Start(ctx.Done())
 	f.factory.WaitForCacheSync(ctx.Done())
+	<-podsWatched
 	if got := f.c.state.State(jobKey).FinalizerRemovalsInFlight; !slices.Equal(got, uids) {
 		t.Errorf("removals in flight once the caches synced = %v, want %v", got, uids)
 	}
