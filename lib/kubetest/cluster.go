@@ -87,10 +87,14 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 			"--kwok-controller-binary", filepath.Join(bin, "kwok"),
 			"--kubeconfig", kubeconfig, "--wait", "2m")
 	}()
+	// kubectl runs kubectl on the cluster, bounded by 30 s.
+	kubectl := func(args ...string) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	}
 	// Nodes become Ready only once their stages exist.
-	kubectl := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig,
-		"apply", "-f", filepath.Join(root, "hack", "kwok", "stages"))
-	if out, err := kubectl.CombinedOutput(); err != nil {
+	if out, err := kubectl("apply", "-f", filepath.Join(root, "hack", "kwok", "stages")); err != nil {
 		tb.Fatalf("applying hack/kwok/stages: %v\n%s", err, out)
 	}
 	kwokctl("scale", "node", "--replicas", fmt.Sprint(nodes))
@@ -118,11 +122,7 @@ func StartCluster(tb testing.TB, nodes int, opts ...ClusterOption) *Cluster {
 		kwokctl("start", "cluster", "--wait", "2m")
 	}}
 	remedies.nudge = func(resources string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		annotate := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig, "annotate", resources, "--all",
-			"--overwrite", fmt.Sprintf("jobplane.dev/nudged=%d", time.Now().UnixNano()))
-		if out, err := annotate.CombinedOutput(); err != nil {
+		if out, err := kubectl("annotate", resources, "--all", "--overwrite", fmt.Sprintf("jobplane.dev/nudged=%d", time.Now().UnixNano())); err != nil {
 			tb.Logf("nudging %s: %v\n%s", resources, err, out)
 		}
 	}
