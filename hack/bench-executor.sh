@@ -81,6 +81,10 @@
 #     side's share by what its samples were doing in shares-SCENARIO-QPS.md
 #   SERVICES_ENV: environment of the planner and the executor (not of the
 #     cluster), as NAME=VALUE words, for probes such as GOMAXPROCS=1
+#   VARIANTS="builtin jobplane": the runs of each scenario, in this order;
+#     "builtin jobplane jobplane builtin" balances what a run leaves to the
+#     next (the report shows each side's last run; results keeps them all,
+#     profiles the last of each side)
 # Results (JSON lines), the services' logs and their /metrics at the end of
 # each QPS pair are kept under ${JOBPLANE_CACHE}/bench/runs/.
 set -euo pipefail
@@ -116,6 +120,10 @@ if [[ -z ${kcm_controllers} && ${scenarios} == memory ]]; then kcm_controllers=j
 nodes=${NODES:-10}
 workers=${WORKERS:-5}
 scenario_timeout=${SCENARIO_TIMEOUT:-20m}
+variants=${VARIANTS:-"builtin jobplane"}
+for variant in ${variants}; do
+  [[ ${variant} == builtin || ${variant} == jobplane ]] || die "VARIANTS: ${variant} is neither builtin nor jobplane"
+done
 
 name=jobplane-bench
 export KWOK_WORKDIR="${JOBPLANE_CACHE}/bench"
@@ -359,7 +367,7 @@ for pair in ${qps_pairs}; do
       curl -sf "${executor_metrics%/metrics}/debug/pprof/heap?gc=1" >"${run_dir}/executor-heap-memory-${label}.pprof" || true
       continue
     fi
-    for variant in builtin jobplane; do
+    for variant in ${variants}; do
       components_healthy
       log "${pair}: ${scenario}, ${variant}"
       if [[ ${scenario} == tenants ]]; then
