@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -377,11 +376,10 @@ func TestFinalizerRemovalsObservedThroughTheInformer(t *testing.T) {
 
 	// The fake clientset's watch starts after the informer's list and
 	// replays nothing: the updates below must wait for it, or be missed.
-	podsWatched := make(chan struct{})
-	var watchedOnce sync.Once
+	var podsWatched atomic.Bool
 	f.client.PrependWatchReactor("pods", func(action k8stesting.Action) (bool, watch.Interface, error) {
 		w, err := f.client.Tracker().Watch(action.GetResource(), action.GetNamespace())
-		watchedOnce.Do(func() { close(podsWatched) })
+		podsWatched.Store(true)
 		return true, w, err
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -391,7 +389,7 @@ func TestFinalizerRemovalsObservedThroughTheInformer(t *testing.T) {
 	})
 	f.factory.Start(ctx.Done())
 	f.factory.WaitForCacheSync(ctx.Done())
-	<-podsWatched
+	eventually(t, "the informer watches the pods", podsWatched.Load)
 	if got := f.c.state.State(jobKey).FinalizerRemovalsInFlight; !slices.Equal(got, uids) {
 		t.Errorf("removals in flight once the caches synced = %v, want %v", got, uids)
 	}
