@@ -64,7 +64,7 @@ func main() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")
 	if len(os.Args) < 2 {
-		log.Fatal("usage: bench ports N | big ... | many ... | tenants ... | memory ... | report -results FILE | shares -run DIR")
+		log.Fatal("usage: bench ports N | big ... | many ... | tenants ... | memory ... | report -results FILE | shares -run DIR | replacement -builtin FILES -jobplane FILES")
 	}
 	var err error
 	switch mode, args := os.Args[1], os.Args[2:]; mode {
@@ -78,6 +78,8 @@ func main() {
 		err = report(args)
 	case "shares":
 		err = shares(args)
+	case "replacement":
+		err = replacement(args)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

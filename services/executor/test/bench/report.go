@@ -21,29 +21,17 @@ func report(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	f, err := os.Open(*path)
+	all, err := readResults(*path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	var all []result
 	var qpsOrder []string
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var r result
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return fmt.Errorf("%s: %w", *path, err)
-		}
-		all = append(all, r)
+	for _, r := range all {
 		if !seen[r.QPS] {
 			seen[r.QPS] = true
 			qpsOrder = append(qpsOrder, r.QPS)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
 	}
 	find := func(scenario, variant, qps string) *result {
 		for i := len(all) - 1; i >= 0; i-- {
@@ -55,6 +43,26 @@ func report(args []string) error {
 	}
 	writeReport(os.Stdout, qpsOrder, find)
 	return nil
+}
+
+// readResults reads a results file (JSON lines) written by the scenarios.
+func readResults(path string) ([]result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var all []result
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var r result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		all = append(all, r)
+	}
+	return all, sc.Err()
 }
 
 var variantName = map[string]string{"builtin": "built-in", "jobplane": "jobplane"}
