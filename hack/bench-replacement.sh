@@ -39,6 +39,7 @@ run() {
   log "round $1: ${3} (kube-controller-manager --controllers=${2})"
   KCM_CONTROLLERS=$2 VARIANTS=$3 "${root}/hack/bench-executor.sh" >"${out}" || {
     tail -n 20 "${out}" >&2
+    rm -f "${out}"
     die "the ${3} run failed"
   }
   sed -n 's/.*results in \(.*results\.jsonl\)\.$/\1/p' "${out}" | tail -n 1

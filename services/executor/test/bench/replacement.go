@@ -87,11 +87,9 @@ func writeReplacement(w io.Writer, pairs []replacementPair) {
 	p("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range pairs {
 		b, j := r.builtin, r.jobplane
-		controller := perPod(r.jobControllerCPU(), b.Pods)
-		p("| %d | %s | %s | %s / %s | %.2f / %.2f | %.2f / %.2f | %.2f | %s | %s | %s | %s | %s |\n", r.round, b.QPS, b.Scenario,
+		controller, running, whole := perPod(r.jobControllerCPU(), b.Pods), perPod(r.jobplaneCPU(), j.Pods), perPod(j.JobplaneCPU, j.Pods)
+		p("| %d | %s | %s | %s / %s | %.2f / %.2f | %.2f / %.2f | %.2f | %.1f | %.1f | %s | %.1f | %s |\n", r.round, b.QPS, b.Scenario,
 			secs(b.Seconds, b.TimedOut), secs(j.Seconds, j.TimedOut), b.KCMCPU, j.KCMCPU, j.JobplaneCPU, b.JobplaneCPU, j.PlannerCPU,
-			ms(r.jobControllerCPU(), float64(b.Pods)), ms(r.jobplaneCPU(), float64(j.Pods)),
-			ratio(perPod(r.jobplaneCPU(), j.Pods), controller),
-			ms(j.JobplaneCPU, float64(j.Pods)), ratio(perPod(j.JobplaneCPU, j.Pods), controller))
+			1000*controller, 1000*running, ratio(running, controller), 1000*whole, ratio(whole, controller))
 	}
 }
