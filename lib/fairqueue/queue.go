@@ -12,7 +12,8 @@
 // is queued at most once, a key being processed that is added again is queued
 // when Done is called and never handed to two workers at once, AddAfter,
 // AddRateLimited, Forget, NumRequeues, ShutDown and ShutDownWithDrain behave
-// exactly as in client-go: the same code runs them.
+// exactly as in client-go: the same code runs them (an AddAfter that would be
+// a no-op there is not passed on: coalesce.go).
 //
 // The order is fairorder.Order's (see there for its fairness bound); the
 // API budget's limiter (fairlimit) takes its turns from the same order.
@@ -51,6 +52,11 @@ func New(rateLimiter workqueue.TypedRateLimiter[string], cfg Config) workqueue.T
 	if cfg.Order == nil {
 		cfg.Order = fairorder.NewOrder(cfg.Weights)
 	}
+	var retries *retriesOf
+	if cfg.MetricsProvider != nil && cfg.Name != "" {
+		retries = &retriesOf{MetricsProvider: cfg.MetricsProvider, name: cfg.Name}
+		cfg.MetricsProvider = retries
+	}
 	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{
 		Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock,
 		Queue: cfg.Order,
@@ -59,7 +65,14 @@ func New(rateLimiter workqueue.TypedRateLimiter[string], cfg Config) workqueue.T
 		Name: cfg.Name, MetricsProvider: cfg.MetricsProvider, Clock: cfg.Clock,
 		Queue: queue,
 	})
-	return workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, workqueue.TypedRateLimitingQueueConfig[string]{
-		Clock: cfg.Clock, DelayingQueue: delaying,
-	})
+	q := &coalescing{
+		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, workqueue.TypedRateLimitingQueueConfig[string]{
+			Clock: cfg.Clock, DelayingQueue: delaying,
+		}),
+		rateLimiter: rateLimiter, clock: cfg.Clock, waiting: map[string]waitingAdd{}, sweepAt: minSweep,
+	}
+	if retries != nil {
+		q.retries = retries.retries
+	}
+	return q
 }

@@ -1,6 +1,7 @@
 package fairqueue
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -214,6 +215,18 @@ func TestQueueSemanticsAreClientGos(t *testing.T) {
 		{name: "AddAfterTwiceKeepsTheEarlierTime", steps: []step{
 			addAfter("ns/a", 10*time.Second), addAfter("ns/a", 5*time.Second), stays(0), advance(5 * time.Second), length(1),
 			get("ns/a"), done("ns/a"), advance(5 * time.Second), stays(0)}},
+		{name: "AddAfterLaterThanAWaitingOneChangesNothing", steps: []step{
+			addAfter("ns/a", 5*time.Second), addAfter("ns/a", 10*time.Second), addAfter("ns/a", 5*time.Second), stays(0),
+			advance(5 * time.Second), length(1), get("ns/a"), done("ns/a"), advance(5 * time.Second), stays(0)}},
+		{name: "AddAfterOnceTheWaitingOneFiredWaitsAgain", steps: []step{
+			addAfter("ns/a", time.Second), advance(time.Second), length(1), get("ns/a"), addAfter("ns/a", time.Second),
+			advance(time.Second), length(0), done("ns/a"), length(1), get("ns/a")}},
+		{name: "AddRateLimitedSoonerThanAWaitingAddAfterReplacesIt", steps: []step{
+			addAfter("ns/a", 10*time.Second), addRateLimited("ns/a"), stays(0), advance(time.Second), length(1), get("ns/a"), done("ns/a"),
+			addAfter("ns/a", 9500*time.Millisecond), advance(9 * time.Second), stays(0), advance(500 * time.Millisecond), length(1)}},
+		{name: "AddAfterOfOneKeyLeavesAnotherWaiting", steps: []step{
+			addAfter("ns/a", 2*time.Second), addAfter("ns/b", 3*time.Second), addAfter("ns/a", 3*time.Second), stays(0),
+			advance(2 * time.Second), length(1), get("ns/a"), advance(time.Second), length(1), get("ns/b"), done("ns/a"), stays(0)}},
 		{name: "AddAfterOfAQueuedKeyQueuesItOnce", steps: []step{
 			add("ns/a"), addAfter("ns/a", time.Second), advance(time.Second), stays(1), get("ns/a"), stays(0)}},
 		{name: "AddAfterWithoutDelayAddsAtOnce", steps: []step{
@@ -340,7 +353,9 @@ func (m *fakeMetrics) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableG
 func (m *fakeMetrics) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
 	return noop{}
 }
-func (m *fakeMetrics) NewRetriesMetric(string) workqueue.CounterMetric { return noop{} }
+func (m *fakeMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
+	return counter{m, "retries of " + name}
+}
 
 func TestQueueReportsClientGoMetricsUnderItsName(t *testing.T) {
 	m := &fakeMetrics{adds: map[string]int{}}
@@ -353,5 +368,56 @@ func TestQueueReportsClientGoMetricsUnderItsName(t *testing.T) {
 	defer m.mu.Unlock()
 	if got := m.adds["jobplane_job"]; got != 2 {
 		t.Errorf("adds of jobplane_job = %d, want 2 (a key queued twice counts once); all: %v", got, m.adds)
+	}
+}
+
+// Every AddAfter counts as a retry, as client-go's delaying queue counts
+// them, including those not passed on to it.
+func TestEveryAddAfterCountsAsARetry(t *testing.T) {
+	for _, impl := range []struct {
+		name string
+		new  func(workqueue.MetricsProvider) workqueue.TypedRateLimitingInterface[string]
+	}{
+		{name: "client-go", new: func(m workqueue.MetricsProvider) workqueue.TypedRateLimitingInterface[string] {
+			return workqueue.NewTypedRateLimitingQueueWithConfig(newRateLimiter(), workqueue.TypedRateLimitingQueueConfig[string]{Name: "jobplane_job", MetricsProvider: m})
+		}},
+		{name: "fairqueue", new: func(m workqueue.MetricsProvider) workqueue.TypedRateLimitingInterface[string] {
+			return New(newRateLimiter(), Config{Name: "jobplane_job", MetricsProvider: m})
+		}},
+	} {
+		t.Run(impl.name, func(t *testing.T) {
+			m := &fakeMetrics{adds: map[string]int{}}
+			q := impl.new(m)
+			defer q.ShutDown()
+			q.AddAfter("ns/a", time.Hour)
+			q.AddAfter("ns/a", 2*time.Hour)
+			q.AddAfter("ns/a", time.Hour)
+			q.AddRateLimited("ns/a")
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if got := m.adds["retries of jobplane_job"]; got != 4 {
+				t.Errorf("retries = %d, want 4", got)
+			}
+		})
+	}
+}
+
+// A key's add, once fired, is forgotten: Jobs come and go without the
+// record of their adds growing past about twice those still waiting.
+func TestFiredAddsAreForgotten(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	q := New(newRateLimiter(), Config{Clock: clk}).(*coalescing)
+	defer q.ShutDown()
+	const perRound = 1000
+	for round := range 20 {
+		for i := range perRound {
+			q.AddAfter(fmt.Sprintf("ns/job-%d-%d", round, i), time.Second)
+		}
+		clk.Step(time.Second)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiting) > 3*perRound {
+		t.Errorf("%d adds remembered, with at most %d waiting", len(q.waiting), perRound)
 	}
 }
