@@ -110,7 +110,8 @@ func New(next record.EventSink, clk clock.WithTicker, log *slog.Logger, dropped 
 }
 
 // Start records broadcaster's events to next through a Sink, whose writer
-// runs until stop, which shuts the broadcaster down first.
+// runs until stop, which shuts the broadcaster down first. Events are
+// correlated as client-go's broadcaster does, but cheaper (correlate.go).
 func Start(ctx context.Context, broadcaster record.EventBroadcaster, next record.EventSink, clk clock.WithTicker, log *slog.Logger, dropped prometheus.Counter) (stop func()) {
 	sink := New(next, clk, log, dropped)
 	ctx, cancel := context.WithCancel(ctx)
@@ -119,7 +120,11 @@ func Start(ctx context.Context, broadcaster record.EventBroadcaster, next record
 		defer close(done)
 		sink.Run(ctx)
 	}()
-	broadcaster.StartRecordingToSink(sink)
+	// As broadcaster.StartRecordingToSink(sink), with the defaults of a
+	// broadcaster built without options.
+	broadcaster.StartEventWatcher(newCorrelator(record.CorrelatorOptions{}).recordTo(sink, func(err error) {
+		log.Error("recording an event", "err", err)
+	}))
 	return func() {
 		broadcaster.Shutdown()
 		cancel()

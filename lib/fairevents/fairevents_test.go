@@ -28,8 +28,10 @@ import (
 type recordingSink struct {
 	mu      sync.Mutex
 	written []string // verb namespace/name
-	events  map[string]*corev1.Event
-	fail    func(verb string, e *corev1.Event) error
+	// messages are the written events' counts and messages, in order.
+	messages []string
+	events   map[string]*corev1.Event
+	fail     func(verb string, e *corev1.Event) error
 	// gate, when not nil, holds every write until it is given a value.
 	gate chan struct{}
 }
@@ -57,6 +59,7 @@ func (r *recordingSink) do(verb string, e *corev1.Event) (*corev1.Event, error) 
 	}
 	r.events[key] = e
 	r.written = append(r.written, verb+" "+key)
+	r.messages = append(r.messages, fmt.Sprintf("count=%d %s", e.Count, e.Message))
 	return e, nil
 }
 
