@@ -151,3 +151,21 @@ func BenchmarkDecodeAWrittenPod(b *testing.B) {
 		})
 	}
 }
+
+// Options encode to the parameters client-go's codec gives them: none when
+// unset, and all of them when any is set.
+func TestOptionsEncodeAsClientGosCodecEncodesThem(t *testing.T) {
+	codec := unsetOptions{scheme.ParameterCodec}
+	for _, opts := range []runtime.Object{
+		&metav1.CreateOptions{}, &metav1.PatchOptions{}, &metav1.UpdateOptions{}, &metav1.GetOptions{}, &metav1.ListOptions{},
+		&metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "m"},
+		&metav1.PatchOptions{Force: ptr.To(true), FieldValidation: "Strict"},
+		&metav1.ListOptions{LabelSelector: "a=b", Limit: 5},
+	} {
+		want, wantErr := scheme.ParameterCodec.EncodeParameters(opts, corev1.SchemeGroupVersion)
+		got, err := codec.EncodeParameters(opts, corev1.SchemeGroupVersion)
+		if (err == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) {
+			t.Errorf("%T %+v: %v (%v), client-go's codec: %v (%v)", opts, opts, got, err, want, wantErr)
+		}
+	}
+}
