@@ -6,9 +6,9 @@
 // record thousands of events delays every other namespace's by as many
 // writes and, once the queue is full, has theirs dropped. Sink is the
 // broadcaster's sink: it only queues each write in its namespace's queue, so
-// the broadcaster never waits and correlates events (aggregation, spam
-// filter) exactly as before, and one writer sends the queued writes one
-// namespace at a time in turn. A namespace's burst fills its own queue and
+// the broadcaster never waits and events are correlated (aggregation, spam
+// filter) as client-go's broadcaster does (correlate.go), and one writer
+// sends the queued writes one namespace at a time in turn. A namespace's burst fills its own queue and
 // drops its own events. A write that fails in transport stays first in its
 // queue and every write pauses, as client-go's writer does: the API server
 // is away for all namespaces alike.
