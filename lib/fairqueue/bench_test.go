@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/jobplane/jobplane/lib/fairorder"
 )
@@ -84,19 +85,9 @@ func BenchmarkAddAfterOfAWaitingKey(b *testing.B) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("ns-%d/job", i)
 	}
-	for _, impl := range []struct {
-		name string
-		new  func() workqueue.TypedRateLimitingInterface[string]
-	}{
-		{name: "client-go", new: func() workqueue.TypedRateLimitingInterface[string] {
-			return workqueue.NewTypedRateLimitingQueueWithConfig(newRateLimiter(), workqueue.TypedRateLimitingQueueConfig[string]{})
-		}},
-		{name: "fairqueue", new: func() workqueue.TypedRateLimitingInterface[string] {
-			return New(newRateLimiter(), Config{})
-		}},
-	} {
+	for _, impl := range queues {
 		b.Run(impl.name, func(b *testing.B) {
-			q := impl.new()
+			q := impl.new(testingclock.NewFakeClock(time.Now()))
 			defer q.ShutDown()
 			for _, k := range keys {
 				q.AddAfter(k, time.Hour)

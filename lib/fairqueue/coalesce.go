@@ -43,7 +43,7 @@ type waitingAdd struct {
 const minSweep = 1024
 
 func (q *coalescing) AddAfter(key string, d time.Duration) {
-	if d <= 0 || q.ShuttingDown() {
+	if d <= 0 {
 		q.TypedRateLimitingInterface.AddAfter(key, d)
 		return
 	}
@@ -52,7 +52,7 @@ func (q *coalescing) AddAfter(key string, d time.Duration) {
 	now := q.clock.Now()
 	old, known := q.waiting[key]
 	if known && now.Before(old.from) && !now.Add(d).Before(old.until) {
-		if q.retries != nil {
+		if q.retries != nil && !q.ShuttingDown() {
 			q.retries.Inc()
 		}
 		return
